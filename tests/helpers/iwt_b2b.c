@@ -142,8 +142,10 @@ void iwt_ep_deliver(struct iwt_b2b *t, struct iwt_ep *from, struct iwt_ep *to, s
 	/* A stopped receiver never reads again: drop the rest, like bytes after a close. */
 	if (to->conn.state != IW_RDMAP_ST_RTS)
 		off = from->wire_len;
-	memmove(from->wire, from->wire + off, from->wire_len - off);
-	from->wire_len -= off;
+	if (off) {
+		memmove(from->wire, from->wire + off, from->wire_len - off);
+		from->wire_len -= off;
+	}
 }
 
 bool iwt_b2b_pump(struct iwt_b2b *t, unsigned max_rounds)
