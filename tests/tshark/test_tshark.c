@@ -1,0 +1,1019 @@
+/* Independent decoder test: a synthetic Ethernet/IPv4/TCP session made of
+ * an MPA handshake and FPDUs produced by our own encoders (MPA frames and
+ * negotiation, FPDU builder, DDP segmentation, RDMAP headers and Terminate
+ * body) is written to a pcap and decoded by tshark. Every FPDU tshark
+ * finds is compared with the list the generator recorded: same count and
+ * order per direction, same ULPDU length, opcode, DDP flags, STag / TO or
+ * QN / MSN / MO, Read Request and Terminate fields, and "Good CRC32".
+ * A variant with one corrupted FPDU proves the CRC check can fail.
+ *
+ * tshark must be installed: a missing tshark is a failure, not a skip.
+ * IWT_TSHARK overrides the program, IWT_TSHARK_OUTDIR the output directory
+ * (pcaps, PDML and tshark's stderr are kept there for debugging). */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ddp/ddp_tx.h"
+#include "ddp/ddp_wire.h"
+#include "iwt_common.h"
+#include "iwt_pcap.h"
+#include "mpa/mpa_frame.h"
+#include "mpa/mpa_negotiate.h"
+#include "mpa/mpa_tx.h"
+#include "mpa/mpa_wire.h"
+#include "rdmap/rdmap_term.h"
+#include "rdmap/rdmap_wire.h"
+
+#ifndef IWT_TSHARK_OUTDIR
+#define IWT_TSHARK_OUTDIR "."
+#endif
+
+#define PORT_A 40001 /* initiator; 7174 (rping's port) is owned by no dissector */
+#define PORT_B 7174
+#define EMSS 1024       /* small, so that messages need several FPDUs */
+#define STREAM_MAX (256 * 1024)
+#define MAX_FPDU 512
+#define MAX_SEGS 2048
+#define MAX_MSG_LEN 8192
+#define MARKERS_SEG_MAX 700 /* markers variant: FPDU pieces per segment */
+
+/* One FPDU as the generator made it: what tshark must report. */
+struct exp_fpdu {
+	int dir;
+	uint32_t off; /* offset of its first byte in the sender's FPDU stream */
+	uint32_t wire_len;
+	uint16_t n_markers;
+	uint16_t ulpdu_len;
+	uint16_t hdr_len;
+	uint8_t opcode;
+	bool tagged, last;
+	uint32_t stag;
+	uint64_t to;
+	uint32_t qn, msn, mo;
+	uint32_t inval_stag; /* Send with Invalidate */
+	struct iw_rdmap_read_req rr; /* Read Request */
+	struct iw_term_cause term;   /* Terminate */
+	bool corrupt;
+};
+
+/* One FPDU as tshark decoded it. */
+enum {
+	F_ULPDU = 1u << 0, F_CRC = 1u << 1, F_T = 1u << 2, F_L = 1u << 3, F_STAG = 1u << 4,
+	F_TO = 1u << 5, F_QN = 1u << 6, F_MSN = 1u << 7, F_MO = 1u << 8, F_OP = 1u << 9,
+	F_INV = 1u << 10, F_SINKSTAG = 1u << 11, F_SINKTO = 1u << 12, F_RDSZ = 1u << 13,
+	F_SRCSTAG = 1u << 14, F_SRCTO = 1u << 15, F_TLAYER = 1u << 16, F_TETYPE = 1u << 17,
+	F_TECODE = 1u << 18,
+};
+
+struct ts_fpdu {
+	int dir;
+	unsigned frame;
+	unsigned have;
+	bool crc_good;
+	uint64_t ulpdu_len, tagged, last, stag, to, qn, msn, mo, opcode, inval;
+	uint64_t sinkstag, sinkto, rdsz, srcstag, srcto, tlayer, tetype, tecode;
+};
+
+struct ts_result {
+	struct ts_fpdu f[MAX_FPDU];
+	int n;
+	int n_req, n_rep;
+	int malformed;
+	int cksum_good, cksum_other;
+	int packets;
+};
+
+enum seg_mode {
+	SEG_MIXED,   /* sizes independent of FPDU boundaries */
+	SEG_ALIGNED, /* every FPDU starts a segment; large ones span several */
+};
+
+struct session {
+	bool markers;
+	enum seg_mode seg_mode;
+	int corrupt_idx; /* FPDU (generation order) to corrupt, or -1 */
+	struct iwt_pcap pcap;
+	struct iwt_tcp tcp;
+	struct iw_mpa_outcome out[2];
+	struct iw_mpa_tx tx[2];
+	size_t mulpdu[2];
+	uint8_t stream[2][STREAM_MAX];
+	size_t len[2], flushed[2];
+	uint32_t seg_start[2][MAX_SEGS];
+	int nseg[2];
+	unsigned plan_idx[2];
+	uint32_t msn[2][IW_DDP_NUM_QN];
+	struct exp_fpdu exp[MAX_FPDU];
+	int nexp;
+	uint8_t msgbuf[MAX_MSG_LEN];
+};
+
+static const char *outdir(void)
+{
+	const char *d = getenv("IWT_TSHARK_OUTDIR");
+	return d && *d ? d : IWT_TSHARK_OUTDIR;
+}
+
+static void out_path(char *buf, size_t cap, const char *name)
+{
+	int n = snprintf(buf, cap, "%s/%s", outdir(), name);
+	ck_assert_msg(n > 0 && (size_t)n < cap, "path too long");
+}
+
+/* ---- generator --------------------------------------------------------- */
+
+static void append(struct session *s, int dir, const void *p, size_t n)
+{
+	ck_assert_msg(s->len[dir] + n <= STREAM_MAX, "stream buffer full");
+	memcpy(s->stream[dir] + s->len[dir], p, n);
+	s->len[dir] += n;
+}
+
+static size_t hdr_len_of(uint8_t op)
+{
+	if (op == IW_OP_WRITE || op == IW_OP_READ_RESP)
+		return IW_DDP_TAGGED_HDR_LEN;
+	if (op == IW_OP_READ_REQ)
+		return IW_DDP_UNTAGGED_HDR_LEN + IW_RDMAP_READ_REQ_LEN;
+	return IW_DDP_UNTAGGED_HDR_LEN;
+}
+
+struct msg {
+	int dir;
+	uint8_t op;
+	uint32_t len;  /* payload bytes (Terminate: computed) */
+	uint32_t stag; /* tagged: sink STag; Send with Invalidate: STag to invalidate */
+	uint64_t to;
+	struct iw_rdmap_read_req rr;
+	struct iw_term_cause term;
+};
+
+/* Cut one message into FPDUs with our DDP and MPA encoders, append them to
+ * the sender's stream and record what each FPDU must decode as. */
+static void gen_msg(struct session *s, const struct msg *m)
+{
+	struct iw_ddp_tx_msg dm;
+	struct iovec sgl[3];
+	int nsge = 0;
+	uint8_t rr_body[IW_RDMAP_READ_REQ_LEN];
+	uint8_t term_body[IW_RDMAP_TERM_MAX_LEN];
+	uint32_t len = m->len;
+	int dir = m->dir;
+	uint32_t qn = 0, msn = 0, done = 0;
+	bool tagged = m->op == IW_OP_WRITE || m->op == IW_OP_READ_RESP;
+
+	if (m->op == IW_OP_TERMINATE) {
+		/* The Terminate reports a made-up offending Read Request, so
+		 * that the body carries all three copied parts (M, D, R). */
+		struct iw_ddp_hdr h = {.tagged = false, .last = true, .ulp_ctrl = iw_rdmap_ctrl(IW_OP_READ_REQ),
+				       .qn = IW_DDP_QN_READ_REQ, .msn = 77, .mo = 0};
+		uint8_t bad[IW_DDP_UNTAGGED_HDR_LEN + IW_RDMAP_READ_REQ_LEN];
+		struct iw_rdmap_term t;
+		size_t hl = iw_ddp_hdr_encode(&h, bad);
+
+		ck_assert_uint_eq(hl, IW_DDP_UNTAGGED_HDR_LEN);
+		iw_rdmap_read_req_encode(&m->rr, bad + hl);
+		iw_rdmap_term_prepare(&t, m->term, bad, sizeof(bad), (uint16_t)sizeof(bad));
+		ck_assert(t.has_seg_len && t.has_ddp_hdr && t.has_rdmap_hdr);
+		len = (uint32_t)iw_rdmap_term_encode(&t, term_body);
+		ck_assert_uint_le(len, sizeof(term_body));
+		sgl[0] = (struct iovec){term_body, len};
+		nsge = 1;
+	} else if (len) {
+		/* Payload in two or three pieces, to exercise the gather lists. */
+		ck_assert_uint_le(len, sizeof(s->msgbuf));
+		iwt_fill_pattern(s->msgbuf, len, (uint32_t)(s->nexp * 131 + m->op));
+		size_t a = len / 3, b = len / 2;
+		sgl[nsge++] = (struct iovec){s->msgbuf, a};
+		sgl[nsge++] = (struct iovec){s->msgbuf + a, b - a};
+		sgl[nsge++] = (struct iovec){s->msgbuf + b, len - b};
+	}
+
+	if (tagged) {
+		iw_ddp_tx_msg_tagged(&dm, iw_rdmap_ctrl(m->op), m->stag, m->to, sgl, nsge);
+	} else {
+		const struct iw_rdmap_opinfo *oi = &iw_rdmap_optable[m->op];
+		uint32_t ulp_word = (oi->flags & IW_OPF_INV) ? m->stag : 0;
+
+		qn = oi->qn;
+		msn = s->msn[dir][qn]++;
+		iw_ddp_tx_msg_untagged(&dm, iw_rdmap_ctrl(m->op), ulp_word, qn, msn, sgl, nsge);
+		if (m->op == IW_OP_READ_REQ) {
+			iw_rdmap_read_req_encode(&m->rr, rr_body);
+			dm.ulp_ext = rr_body;
+			dm.ulp_ext_len = IW_RDMAP_READ_REQ_LEN;
+		}
+	}
+
+	do {
+		uint8_t hdr[IW_DDP_TX_MAX_HDR];
+		struct iovec piov[8], wiov[2 * (8 + 2) + 2 * IW_MPA_TX_MAX_MARKERS];
+		struct iw_mpa_tx_fpdu fp;
+		size_t hdr_len = 0, plen = 0;
+		struct exp_fpdu *e;
+		int np, nw, i;
+
+		ck_assert_int_lt(s->nexp, MAX_FPDU);
+		np = iw_ddp_tx_next(&dm, s->mulpdu[dir], hdr, &hdr_len, piov, 8, &plen);
+		ck_assert_msg(np >= 0, "iw_ddp_tx_next: %d", np);
+		ck_assert_uint_eq(hdr_len, hdr_len_of(m->op));
+		ck_assert_uint_le(hdr_len + plen, s->mulpdu[dir]);
+
+		e = &s->exp[s->nexp];
+		memset(e, 0, sizeof(*e));
+		e->dir = dir;
+		e->off = (uint32_t)s->len[dir];
+		e->ulpdu_len = (uint16_t)(hdr_len + plen);
+		e->hdr_len = (uint16_t)hdr_len;
+		e->opcode = m->op;
+		e->tagged = tagged;
+		e->last = done + plen == len;
+		if (tagged) {
+			e->stag = m->stag;
+			e->to = m->to + done;
+		} else {
+			e->qn = qn;
+			e->msn = msn;
+			e->mo = done;
+			if (iw_rdmap_optable[m->op].flags & IW_OPF_INV)
+				e->inval_stag = m->stag;
+		}
+		e->rr = m->rr;
+		e->term = m->term;
+
+		nw = iw_mpa_tx_build(&s->tx[dir], &fp, hdr, hdr_len, piov, np, wiov,
+				     (int)(sizeof(wiov) / sizeof(wiov[0])));
+		ck_assert_msg(nw > 0, "iw_mpa_tx_build: %d", nw);
+		for (i = 0; i < nw; i++)
+			append(s, dir, wiov[i].iov_base, wiov[i].iov_len);
+		e->wire_len = (uint32_t)(s->len[dir] - e->off);
+		e->n_markers = fp.n_markers;
+		ck_assert_uint_eq(e->wire_len, fp.wire_len);
+		ck_assert_uint_eq(e->wire_len, iw_mpa_fpdu_len(e->ulpdu_len) + IW_MPA_MARKER_LEN * fp.n_markers);
+		if (!s->markers)
+			ck_assert_uint_eq(fp.n_markers, 0);
+
+		if (s->nexp == s->corrupt_idx) {
+			/* Flip a bit in the first payload byte (markers are off
+			 * in this variant, so it sits right after the header). */
+			ck_assert(!s->markers && plen > 0);
+			s->stream[dir][e->off + IW_MPA_LEN_FIELD + hdr_len] ^= 0x20;
+			e->corrupt = true;
+		}
+		done += (uint32_t)plen;
+		s->nexp++;
+	} while (!iw_ddp_tx_done(&dm));
+	ck_assert_uint_eq(done, len);
+}
+
+/* Segment sizes for the mixed plan: they split FPDUs, put several small
+ * ones into one segment, and include tiny segments. */
+static const size_t mixed_plan[] = {700, 1300, 90, 2900, 37, 1460, 3, 517, 64, 2000, 1200, 5};
+#define MIXED_PLAN_N (sizeof(mixed_plan) / sizeof(mixed_plan[0]))
+
+/* Send the bytes the side generated since its last flush. */
+static void flush(struct session *s, int dir)
+{
+	static size_t sizes[MAX_SEGS];
+	size_t n = 0, off = s->flushed[dir], end = s->len[dir];
+	int i, rc;
+
+	if (off == end)
+		return;
+	if (s->seg_mode == SEG_MIXED) {
+		while (off < end) {
+			size_t z = mixed_plan[s->plan_idx[dir]++ % MIXED_PLAN_N];
+			if (z > end - off)
+				z = end - off;
+			ck_assert_uint_lt(n, MAX_SEGS);
+			sizes[n++] = z;
+			off += z;
+		}
+	} else {
+		for (i = 0; i < s->nexp; i++) {
+			const struct exp_fpdu *e = &s->exp[i];
+			size_t left;
+
+			if (e->dir != dir || e->off < off)
+				continue;
+			for (left = e->wire_len; left;) {
+				size_t z = left < MARKERS_SEG_MAX ? left : MARKERS_SEG_MAX;
+				ck_assert_uint_lt(n, MAX_SEGS);
+				sizes[n++] = z;
+				left -= z;
+			}
+		}
+	}
+	off = s->flushed[dir];
+	for (size_t k = 0; k < n; k++) {
+		ck_assert_int_lt(s->nseg[dir], MAX_SEGS);
+		s->seg_start[dir][s->nseg[dir]++] = (uint32_t)off;
+		off += sizes[k];
+	}
+	ck_assert_uint_eq(off, end);
+	rc = iwt_tcp_send_sizes(&s->tcp, dir, s->stream[dir] + s->flushed[dir], end - s->flushed[dir], sizes, n);
+	ck_assert_int_eq(rc, 0);
+	s->flushed[dir] = end;
+}
+
+/* MPA Request and Reply, each alone in its segment (tshark skips an FPDU
+ * that shares the Reply's segment). Returns nothing; fills s->out. */
+static void mpa_handshake(struct session *s)
+{
+	static const uint8_t pd_req[] = "libiwarp tshark request";
+	static const uint8_t pd_rep[] = "libiwarp tshark reply";
+	struct iw_mpa_settings sa, sb;
+	struct iw_mpa_frame req, req_rx, rep, rep_rx;
+	enum iw_mpa_frame_error why = IW_MPA_FE_NONE;
+	uint8_t buf[IW_MPA_FRAME_HDR_LEN + IW_MPA_PD_MAX];
+	ssize_t n, d;
+	int rc;
+
+	iw_mpa_settings_default(&sa);
+	sa.rev = 2;
+	sa.crc = IW_MPA_CRC_ON;
+	sa.markers_wanted = s->markers;
+	sa.ird = 16;
+	sa.ord = 16;
+	sb = sa;
+	sb.crc = IW_MPA_CRC_OFF; /* the responder still uses CRC: the request asks */
+	sb.ird = 8;
+	sb.ord = 4;
+
+	iw_mpa_make_request(&sa, pd_req, (uint16_t)(sizeof(pd_req) - 1), &req);
+	ck_assert(req.crc && req.enhanced && req.rev == 2);
+	ck_assert(req.markers == s->markers);
+	n = iw_mpa_frame_encode(&req, buf, sizeof(buf), &why);
+	ck_assert_msg(n > 0, "request encode: %s", iw_mpa_frame_error_str(why));
+	rc = iwt_tcp_segment(&s->tcp, IWT_TCP_A, IWT_TCP_PSH, buf, (size_t)n);
+	ck_assert_int_eq(rc, 0);
+
+	d = iw_mpa_frame_decode(buf, (size_t)n, IW_MPA_REQUEST, 0, IW_MPA_DECODE_STRICT, &req_rx, &why);
+	ck_assert_int_eq(d, n);
+	ck_assert_int_eq(iw_mpa_respond(&sb, &req_rx, pd_rep, (uint16_t)(sizeof(pd_rep) - 1), &rep, &s->out[IWT_TCP_B]),
+			 IW_MPA_OK);
+	ck_assert(rep.crc && rep.enhanced && !rep.reject);
+	n = iw_mpa_frame_encode(&rep, buf, sizeof(buf), &why);
+	ck_assert_msg(n > 0, "reply encode: %s", iw_mpa_frame_error_str(why));
+	rc = iwt_tcp_segment(&s->tcp, IWT_TCP_B, IWT_TCP_PSH, buf, (size_t)n);
+	ck_assert_int_eq(rc, 0);
+
+	d = iw_mpa_frame_decode(buf, (size_t)n, IW_MPA_REPLY, 0, IW_MPA_DECODE_STRICT, &rep_rx, &why);
+	ck_assert_int_eq(d, n);
+	ck_assert_int_eq(iw_mpa_initiator_check(&sa, &req, &rep_rx, &s->out[IWT_TCP_A]), IW_MPA_OK);
+
+	for (int dir = 0; dir < 2; dir++) {
+		ck_assert(s->out[dir].crc);
+		ck_assert(s->out[dir].markers_tx == s->markers);
+		ck_assert(s->out[dir].markers_rx == s->markers);
+		iw_mpa_tx_init(&s->tx[dir], s->out[dir].crc, s->out[dir].markers_tx);
+		s->mulpdu[dir] = iw_mpa_mulpdu(EMSS, s->out[dir].markers_tx);
+		ck_assert_uint_gt(s->mulpdu[dir], 64);
+		ck_assert_uint_le(iw_mpa_fpdu_len((unsigned)s->mulpdu[dir]), EMSS);
+		for (int q = 0; q < IW_DDP_NUM_QN; q++)
+			s->msn[dir][q] = 1;
+	}
+}
+
+#define A IWT_TCP_A
+#define B IWT_TCP_B
+#define RR(sk, st, sz, ss, so) {.sink_stag = (sk), .sink_to = (st), .size = (sz), .src_stag = (ss), .src_to = (so)}
+
+/* The session: every opcode in both directions (Terminate once, last),
+ * multi-FPDU messages, a zero-length Send, Read Requests answered by
+ * Read Responses. A -1 dir marks the end of a flight (flush). */
+static const struct msg session_msgs[] = {
+	/* A's first flight: A speaks first (RFC 5044 lock-step). */
+	{.dir = A, .op = IW_OP_SEND, .len = 3000},
+	{.dir = A, .op = IW_OP_WRITE, .len = 2600, .stag = 0x00b20101, .to = 0x7f0000010000ull},
+	{.dir = A, .op = IW_OP_READ_REQ, .rr = RR(0x00a10201, 0x20000, 3500, 0x00b20301, 0x7f0000300000ull)},
+	{.dir = A, .op = IW_OP_SEND_SE, .len = 40},
+	{.dir = A, .op = IW_OP_SEND_INV, .len = 1200, .stag = 0x00b20401},
+	{.dir = A, .op = IW_OP_SEND_SE_INV, .len = 0, .stag = 0x00b20501},
+	{.dir = -1},
+	/* B answers the read and sends its own traffic. */
+	{.dir = B, .op = IW_OP_READ_RESP, .len = 3500, .stag = 0x00a10201, .to = 0x20000},
+	{.dir = B, .op = IW_OP_SEND, .len = 100},
+	{.dir = B, .op = IW_OP_WRITE, .len = 2048, .stag = 0x00a10601, .to = 0x1000},
+	{.dir = B, .op = IW_OP_SEND_INV, .len = 16, .stag = 0x00a10701},
+	{.dir = B, .op = IW_OP_SEND_SE, .len = 2500},
+	{.dir = B, .op = IW_OP_SEND_SE_INV, .len = 333, .stag = 0x00a10801},
+	{.dir = B, .op = IW_OP_READ_REQ, .rr = RR(0x00b20901, 0x9000, 2222, 0x00a10a01, 0x55aa0000ull)},
+	{.dir = -1},
+	/* A answers B's read, sends a little more, then terminates. */
+	{.dir = A, .op = IW_OP_READ_RESP, .len = 2222, .stag = 0x00b20901, .to = 0x9000},
+	{.dir = A, .op = IW_OP_SEND, .len = 24},
+	{.dir = A, .op = IW_OP_SEND, .len = 4100},
+	{.dir = A, .op = IW_OP_TERMINATE, .rr = RR(0x00a10b01, 0x100, 64, 0x00b2ff01, 0x200),
+	 .term = {IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, IW_ECODE_RDMAP_INV_STAG}},
+	{.dir = -1},
+};
+#define N_SESSION_MSGS (sizeof(session_msgs) / sizeof(session_msgs[0]))
+
+static struct session *build_session(const char *pcap_name, bool markers, enum seg_mode mode, int corrupt_idx)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	struct iwt_endpoint ea, eb;
+	char path[1024];
+
+	ck_assert_ptr_nonnull(s);
+	s->markers = markers;
+	s->seg_mode = mode;
+	s->corrupt_idx = corrupt_idx;
+	out_path(path, sizeof(path), pcap_name);
+	ck_assert_int_eq(iwt_pcap_open(&s->pcap, path), 0);
+	ck_assert_int_eq(iwt_endpoint_set(&ea, "02:00:00:00:00:0a", "192.168.77.10", PORT_A), 0);
+	ck_assert_int_eq(iwt_endpoint_set(&eb, "02:00:00:00:00:0b", "192.168.77.11", PORT_B), 0);
+	/* B's ISN makes its sequence numbers wrap inside the session. */
+	iwt_tcp_init(&s->tcp, &s->pcap, &ea, &eb, 0x12345678u, 0xFFFFE000u);
+	ck_assert_int_eq(iwt_tcp_handshake(&s->tcp), 0);
+	mpa_handshake(s);
+
+	for (size_t i = 0; i < N_SESSION_MSGS; i++) {
+		if (session_msgs[i].dir < 0) {
+			flush(s, A);
+			flush(s, B);
+			/* the receiver acknowledges the flight */
+			ck_assert_int_eq(iwt_tcp_ack(&s->tcp, A), 0);
+			ck_assert_int_eq(iwt_tcp_ack(&s->tcp, B), 0);
+			continue;
+		}
+		gen_msg(s, &session_msgs[i]);
+	}
+	ck_assert_int_eq(iwt_tcp_close(&s->tcp, A), 0);
+	ck_assert_int_eq(iwt_pcap_close(&s->pcap), 0);
+	return s;
+}
+
+/* ---- running tshark ---------------------------------------------------- */
+
+/* Run tshark on pcap with extra arguments, stdout to out_name (in the
+ * output directory). Fails the test when tshark cannot be run. */
+static void run_tshark(const char *pcap_name, const char *out_name, const char *const *extra)
+{
+	const char *prog = getenv("IWT_TSHARK");
+	char pcap[1024], out[1024], err[1040], cfg[1024];
+	const char *argv[64];
+	int argc = 0, status = 0, fd_out, fd_err;
+	pid_t pid;
+
+	if (!prog || !*prog)
+		prog = "tshark";
+	out_path(pcap, sizeof(pcap), pcap_name);
+	out_path(out, sizeof(out), out_name);
+	snprintf(err, sizeof(err), "%s.stderr", out);
+	/* Private, empty configuration so personal preferences cannot
+	 * change the dissection. */
+	out_path(cfg, sizeof(cfg), "wireshark-config");
+	ck_assert_msg(mkdir(cfg, 0700) == 0 || errno == EEXIST, "mkdir %s: %s", cfg, strerror(errno));
+
+	argv[argc++] = prog;
+	argv[argc++] = "-n";
+	argv[argc++] = "-r";
+	argv[argc++] = pcap;
+	argv[argc++] = "-o";
+	argv[argc++] = "tcp.desegment_tcp_streams:TRUE";
+	argv[argc++] = "-o";
+	argv[argc++] = "tcp.check_checksum:TRUE";
+	argv[argc++] = "-o";
+	argv[argc++] = "ip.check_checksum:TRUE";
+	/* Otherwise SEND payloads are decoded as (malformed) RPC-over-RDMA
+	 * or SMB Direct. */
+	argv[argc++] = "--disable-heuristic";
+	argv[argc++] = "rpcrdma_iwarp";
+	argv[argc++] = "--disable-heuristic";
+	argv[argc++] = "smb_direct_iwarp";
+	while (extra && *extra && argc < 62)
+		argv[argc++] = *extra++;
+	argv[argc] = NULL;
+
+	fd_out = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ck_assert_msg(fd_out >= 0, "open %s: %s", out, strerror(errno));
+	fd_err = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ck_assert_msg(fd_err >= 0, "open %s: %s", err, strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		dup2(fd_out, 1);
+		dup2(fd_err, 2);
+		setenv("WIRESHARK_CONFIG_DIR", cfg, 1);
+		execvp(prog, (char *const *)argv);
+		dprintf(2, "exec %s: %s\n", prog, strerror(errno));
+		_exit(127);
+	}
+	close(fd_out);
+	close(fd_err);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(!(WIFEXITED(status) && WEXITSTATUS(status) == 127),
+		      "cannot run '%s' (is tshark installed? apt-get install tshark); see %s", prog, err);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s failed (status %#x); see %s", prog,
+		      status, err);
+}
+
+/* The value of attribute attr="..." on this line, or NULL. */
+static const char *attr(const char *line, const char *attr_eq, char *buf, size_t cap)
+{
+	const char *p = strstr(line, attr_eq), *q;
+	size_t n;
+
+	if (!p)
+		return NULL;
+	p += strlen(attr_eq);
+	q = strchr(p, '"');
+	if (!q)
+		return NULL;
+	n = (size_t)(q - p);
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	return buf;
+}
+
+static bool field_is(const char *line, const char *name)
+{
+	char pat[128];
+
+	snprintf(pat, sizeof(pat), "<field name=\"%s\"", name);
+	return strstr(line, pat) != NULL;
+}
+
+static uint64_t show_u64(const char *line)
+{
+	char v[64];
+
+	if (!attr(line, " show=\"", v, sizeof(v)))
+		return UINT64_MAX;
+	return strtoull(v, NULL, 0);
+}
+
+static void parse_pdml(const char *out_name, struct ts_result *r)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+		size_t off;
+	} fields[] = {
+		{"iwarp_mpa.ulpdulength", F_ULPDU, offsetof(struct ts_fpdu, ulpdu_len)},
+		{"iwarp_ddp.tagged_flag", F_T, offsetof(struct ts_fpdu, tagged)},
+		{"iwarp_ddp.last_flag", F_L, offsetof(struct ts_fpdu, last)},
+		{"iwarp_ddp.stag", F_STAG, offsetof(struct ts_fpdu, stag)},
+		{"iwarp_ddp.tagged_offset", F_TO, offsetof(struct ts_fpdu, to)},
+		{"iwarp_ddp.qn", F_QN, offsetof(struct ts_fpdu, qn)},
+		{"iwarp_ddp.msn", F_MSN, offsetof(struct ts_fpdu, msn)},
+		{"iwarp_ddp.mo", F_MO, offsetof(struct ts_fpdu, mo)},
+		{"iwarp_rdma.opcode", F_OP, offsetof(struct ts_fpdu, opcode)},
+		{"iwarp_rdma.inval_stag", F_INV, offsetof(struct ts_fpdu, inval)},
+		{"iwarp_rdma.sinkstag", F_SINKSTAG, offsetof(struct ts_fpdu, sinkstag)},
+		{"iwarp_rdma.sinkto", F_SINKTO, offsetof(struct ts_fpdu, sinkto)},
+		{"iwarp_rdma.rdmardsz", F_RDSZ, offsetof(struct ts_fpdu, rdsz)},
+		{"iwarp_rdma.srcstag", F_SRCSTAG, offsetof(struct ts_fpdu, srcstag)},
+		{"iwarp_rdma.srcto", F_SRCTO, offsetof(struct ts_fpdu, srcto)},
+		{"iwarp_rdma.term_layer", F_TLAYER, offsetof(struct ts_fpdu, tlayer)},
+	};
+	char path[1024], buf[256];
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned port = 0, frame = 0;
+	struct ts_fpdu *cur = NULL;
+	FILE *f;
+
+	memset(r, 0, sizeof(*r));
+	out_path(path, sizeof(path), out_name);
+	f = fopen(path, "r");
+	ck_assert_msg(f, "open %s: %s", path, strerror(errno));
+	while (getline(&line, &cap, f) > 0) {
+		if (strstr(line, "<packet>")) {
+			port = 0;
+			frame = 0;
+			cur = NULL;
+			r->packets++;
+			continue;
+		}
+		if (strstr(line, "<field name=\"num\""))
+			frame = (unsigned)show_u64(line);
+		else if (field_is(line, "tcp.srcport"))
+			port = (unsigned)show_u64(line);
+		else if (field_is(line, "_ws.malformed"))
+			r->malformed++;
+		else if (field_is(line, "ip.checksum.status") || field_is(line, "tcp.checksum.status")) {
+			/* 1 = Good; anything else (bad, unverified) is a failure */
+			if (show_u64(line) == 1)
+				r->cksum_good++;
+			else
+				r->cksum_other++;
+		} else if (field_is(line, "iwarp_mpa.req"))
+			r->n_req++;
+		else if (field_is(line, "iwarp_mpa.rep"))
+			r->n_rep++;
+		else if (field_is(line, "iwarp_mpa.fpdu")) {
+			ck_assert_int_lt(r->n, MAX_FPDU);
+			cur = &r->f[r->n++];
+			memset(cur, 0, sizeof(*cur));
+			cur->dir = port == PORT_A ? A : port == PORT_B ? B : -1;
+			cur->frame = frame;
+		} else if (cur && field_is(line, "iwarp_mpa.crc_check")) {
+			ck_assert_ptr_nonnull(attr(line, "showname=\"", buf, sizeof(buf)));
+			cur->have |= F_CRC;
+			cur->crc_good = strstr(buf, "(Good CRC32)") != NULL;
+			ck_assert_msg(cur->crc_good || strstr(buf, "Bad CRC32"), "unexpected CRC label: %s", buf);
+		} else if (cur && strstr(line, "<field name=\"iwarp_rdma.term_etype")) {
+			cur->have |= F_TETYPE;
+			cur->tetype = show_u64(line);
+		} else if (cur && strstr(line, "<field name=\"iwarp_rdma.term_errcode")) {
+			cur->have |= F_TECODE;
+			cur->tecode = show_u64(line);
+		} else if (cur) {
+			for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+				if (field_is(line, fields[i].name)) {
+					cur->have |= fields[i].bit;
+					*(uint64_t *)((char *)cur + fields[i].off) = show_u64(line);
+					break;
+				}
+			}
+		}
+	}
+	free(line);
+	fclose(f);
+}
+
+/* ---- comparison -------------------------------------------------------- */
+
+#define CHECK_FIELD(bit, got, want)                                                                        \
+	ck_assert_msg((t->have & (bit)) && (uint64_t)(got) == (uint64_t)(want),                            \
+		      "%s FPDU %d (frame %u, %s): %s = %#" PRIx64 " (seen %d), expected %#" PRIx64, dname,      \
+		      k, t->frame, iw_rdmap_opcode_name(e->opcode), #got, (uint64_t)(got), !!(t->have & (bit)), \
+		      (uint64_t)(want))
+
+/* Compare tshark's FPDUs with the expected ones, per direction, in order.
+ * Returns the number of FPDUs tshark reported with a bad CRC. */
+static int compare(const struct session *s, const struct ts_result *r)
+{
+	int bad = 0;
+
+	ck_assert_int_eq(r->n_req, 1);
+	ck_assert_int_eq(r->n_rep, 1);
+	ck_assert_int_eq(r->malformed, 0);
+	for (int i = 0; i < r->n; i++)
+		ck_assert_msg(r->f[i].dir >= 0, "FPDU in frame %u on an unexpected port", r->f[i].frame);
+
+	for (int dir = 0; dir < 2; dir++) {
+		const char *dname = dir == A ? "A->B" : "B->A";
+		int ne = 0, nt = 0, ie = 0, it = 0;
+
+		for (int i = 0; i < s->nexp; i++)
+			ne += s->exp[i].dir == dir;
+		for (int i = 0; i < r->n; i++)
+			nt += r->f[i].dir == dir;
+		ck_assert_msg(nt == ne, "%s: tshark decoded %d FPDUs, we sent %d", dname, nt, ne);
+
+		for (int k = 0; k < ne; k++, ie++, it++) {
+			const struct exp_fpdu *e;
+			const struct ts_fpdu *t;
+
+			while (s->exp[ie].dir != dir)
+				ie++;
+			while (r->f[it].dir != dir)
+				it++;
+			e = &s->exp[ie];
+			t = &r->f[it];
+			ck_assert_msg(t->have & F_CRC, "%s FPDU %d (frame %u): no CRC check", dname, k, t->frame);
+			ck_assert_msg(t->crc_good == !e->corrupt, "%s FPDU %d (frame %u, %s): CRC %s, expected %s", dname,
+				      k, t->frame, iw_rdmap_opcode_name(e->opcode), t->crc_good ? "good" : "bad",
+				      e->corrupt ? "bad" : "good");
+			bad += !t->crc_good;
+			CHECK_FIELD(F_ULPDU, t->ulpdu_len, e->ulpdu_len);
+			CHECK_FIELD(F_OP, t->opcode, e->opcode);
+			CHECK_FIELD(F_T, t->tagged, e->tagged);
+			CHECK_FIELD(F_L, t->last, e->last);
+			if (e->tagged) {
+				CHECK_FIELD(F_STAG, t->stag, e->stag);
+				CHECK_FIELD(F_TO, t->to, e->to);
+			} else {
+				CHECK_FIELD(F_QN, t->qn, e->qn);
+				CHECK_FIELD(F_MSN, t->msn, e->msn);
+				CHECK_FIELD(F_MO, t->mo, e->mo);
+			}
+			if (e->opcode == IW_OP_SEND_INV || e->opcode == IW_OP_SEND_SE_INV)
+				CHECK_FIELD(F_INV, t->inval, e->inval_stag);
+			if (e->opcode == IW_OP_READ_REQ) {
+				CHECK_FIELD(F_SINKSTAG, t->sinkstag, e->rr.sink_stag);
+				CHECK_FIELD(F_SINKTO, t->sinkto, e->rr.sink_to);
+				CHECK_FIELD(F_RDSZ, t->rdsz, e->rr.size);
+				CHECK_FIELD(F_SRCSTAG, t->srcstag, e->rr.src_stag);
+				CHECK_FIELD(F_SRCTO, t->srcto, e->rr.src_to);
+			}
+			if (e->opcode == IW_OP_TERMINATE) {
+				CHECK_FIELD(F_TLAYER, t->tlayer, e->term.layer);
+				CHECK_FIELD(F_TETYPE, t->tetype, e->term.etype);
+				CHECK_FIELD(F_TECODE, t->tecode, e->term.ecode);
+			}
+		}
+	}
+	return bad;
+}
+
+/* ---- coverage of the session itself ------------------------------------ */
+
+struct coverage {
+	int straddle;    /* FPDUs spread over more than one segment */
+	int coalesced;   /* segments holding two or more whole FPDUs */
+	int mid_start;   /* FPDUs starting inside a segment */
+	int with_marker; /* FPDUs carrying at least one marker */
+	int multi_msg;   /* FPDUs that are not the last of their message */
+	unsigned ops[2]; /* opcodes seen per direction, as bits */
+};
+
+static void coverage(const struct session *s, struct coverage *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (int dir = 0; dir < 2; dir++) {
+		int ns = s->nseg[dir];
+
+		for (int g = 0; g < ns; g++) {
+			uint32_t lo = s->seg_start[dir][g];
+			uint32_t hi = g + 1 < ns ? s->seg_start[dir][g + 1] : (uint32_t)s->len[dir];
+			int whole = 0;
+
+			for (int i = 0; i < s->nexp; i++) {
+				const struct exp_fpdu *e = &s->exp[i];
+				if (e->dir == dir && e->off >= lo && e->off + e->wire_len <= hi)
+					whole++;
+			}
+			c->coalesced += whole >= 2;
+		}
+		for (int i = 0; i < s->nexp; i++) {
+			const struct exp_fpdu *e = &s->exp[i];
+			bool starts = false, inside = false;
+
+			if (e->dir != dir)
+				continue;
+			for (int g = 0; g < ns; g++) {
+				uint32_t b = s->seg_start[dir][g];
+				starts |= b == e->off;
+				inside |= b > e->off && b < e->off + e->wire_len;
+			}
+			c->straddle += inside;
+			c->mid_start += !starts;
+			c->with_marker += e->n_markers > 0;
+			c->multi_msg += !e->last;
+			c->ops[dir] |= 1u << e->opcode;
+		}
+	}
+}
+
+static void check_common_coverage(const struct coverage *c)
+{
+	/* opcodes 0-6 both ways; Terminate (7) once */
+	ck_assert_uint_eq(c->ops[A] & 0x7F, 0x7F);
+	ck_assert_uint_eq(c->ops[B] & 0x7F, 0x7F);
+	ck_assert((c->ops[A] | c->ops[B]) & 0x80);
+	ck_assert_int_ge(c->multi_msg, 10);
+	ck_assert_int_ge(c->straddle, 5);
+}
+
+static void check_last_is_terminate(const struct session *s)
+{
+	ck_assert_int_gt(s->nexp, 0);
+	ck_assert_uint_eq(s->exp[s->nexp - 1].opcode, IW_OP_TERMINATE);
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void run_session_test(const char *base, bool markers, enum seg_mode mode, int corrupt_idx, int want_bad)
+{
+	char pcap[256], pdml[256];
+	static const char *const pdml_args[] = {"-T", "pdml", NULL};
+	struct ts_result *r = calloc(1, sizeof(*r));
+	struct session *s;
+	struct coverage c;
+
+	ck_assert_ptr_nonnull(r);
+	snprintf(pcap, sizeof(pcap), "%s.pcap", base);
+	snprintf(pdml, sizeof(pdml), "%s.pdml", base);
+	s = build_session(pcap, markers, mode, corrupt_idx);
+	coverage(s, &c);
+	check_common_coverage(&c);
+	check_last_is_terminate(s);
+	if (mode == SEG_MIXED) {
+		ck_assert_int_ge(c.coalesced, 1);
+		ck_assert_int_ge(c.mid_start, 5);
+	} else {
+		ck_assert_int_eq(c.mid_start, 0);
+	}
+	if (markers)
+		ck_assert_int_ge(c.with_marker, s->nexp / 2);
+	else
+		ck_assert_int_eq(c.with_marker, 0);
+
+	run_tshark(pcap, pdml, pdml_args);
+	parse_pdml(pdml, r);
+	ck_assert_int_eq(r->packets, (int)s->pcap.packets);
+	/* every IPv4 and TCP checksum verified good */
+	ck_assert_int_eq(r->cksum_other, 0);
+	ck_assert_int_eq(r->cksum_good, 2 * r->packets);
+	ck_assert_int_eq(compare(s, r), want_bad);
+	free(s);
+	free(r);
+}
+
+START_TEST(test_markers_off_mixed_segments)
+{
+	/* FPDUs split across segments and several coalesced into one. */
+	run_session_test("tshark_markers_off", false, SEG_MIXED, -1, 0);
+}
+END_TEST
+
+/* tshark 4.0 locates markers from the TCP sequence number of the segment
+ * (or reassembled PDU) the FPDU starts at, as if every FPDU began a
+ * segment: with markers on, an FPDU that starts inside a segment (after
+ * the end of another) gets a wrong length and tshark loses the stream
+ * from there on (checked: the same session with the mixed plan decodes 0
+ * FPDUs; FPDUs split over several segments are fine as long as each one
+ * starts a segment). So this variant cuts the stream at every FPDU start
+ * and splits large FPDUs into MARKERS_SEG_MAX pieces, and the mixed
+ * segmentation is covered by the markers-off variant. */
+START_TEST(test_markers_on_aligned_segments)
+{
+	run_session_test("tshark_markers_on", true, SEG_ALIGNED, -1, 0);
+}
+END_TEST
+
+/* A payload bit flipped after the CRC was computed: tshark must report
+ * exactly that FPDU as bad, which proves the check can fail. FPDU 8 is the
+ * first of B's Read Response (5 + 1 FPDUs from A precede it... the index
+ * is checked against the generator below). */
+#define CORRUPT_IDX 12
+
+START_TEST(test_bad_crc_detected)
+{
+	run_session_test("tshark_bad_crc", false, SEG_MIXED, CORRUPT_IDX, 1);
+}
+END_TEST
+
+/* Wireshark's expert severity values (PI_NOTE). */
+#define IWT_PI_NOTE 0x00400000ul
+
+/* Split a line at tabs in place (empty columns kept). Returns the count. */
+static int split_tabs(char *line, char **col, int max)
+{
+	int n = 0;
+
+	line[strcspn(line, "\n")] = 0;
+	while (n < max) {
+		col[n++] = line;
+		line = strchr(line, '\t');
+		if (!line)
+			break;
+		*line++ = 0;
+	}
+	return n;
+}
+
+/* The pcap writer alone: IPv4 and IPv6 connections with data both ways;
+ * tshark must verify every IP/TCP checksum and see the exact payload
+ * lengths and sequence numbers. */
+static void writer_check(const char *base, const char *addr_a, const char *addr_b)
+{
+	static const char *const fargs[] = {"-T", "fields", "-e", "tcp.srcport", "-e", "tcp.seq_raw",
+					    "-e", "tcp.len", "-e", "tcp.checksum.status", "-e",
+					    "ip.checksum.status", "-e", "_ws.malformed", "-e", "_ws.expert.severity",
+					    NULL};
+	char pcap[256], txt[256], path[1024];
+	struct iwt_pcap *p = calloc(1, sizeof(*p));
+	struct iwt_endpoint ea, eb;
+	struct iwt_tcp c;
+	uint8_t data[5000];
+	size_t sizes[] = {1, 999, 1460, 7, 1460}; /* then 1460 again */
+	uint32_t seq_a, seq_b;
+	unsigned lines = 0, data_a = 0, data_b = 0;
+	bool v4 = strchr(addr_a, ':') == NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(p);
+	snprintf(pcap, sizeof(pcap), "%s.pcap", base);
+	snprintf(txt, sizeof(txt), "%s.txt", base);
+	out_path(path, sizeof(path), pcap);
+	iwt_fill_pattern(data, sizeof(data), 7);
+	ck_assert_int_eq(iwt_pcap_open(p, path), 0);
+	ck_assert_int_eq(iwt_endpoint_set(&ea, "02:00:00:00:01:01", addr_a, 50000), 0);
+	ck_assert_int_eq(iwt_endpoint_set(&eb, "02:00:00:00:01:02", addr_b, 50001), 0);
+	ck_assert_int_eq(iwt_endpoint_set(&eb, "02:00:00:00:01", addr_b, 1), -EINVAL);
+	ck_assert_int_eq(iwt_endpoint_set(&eb, "02:00:00:00:01:02", "not-an-address", 1), -EINVAL);
+	ck_assert_int_eq(iwt_endpoint_set(&eb, "02:00:00:00:01:02", addr_b, 50001), 0);
+	iwt_tcp_init(&c, p, &ea, &eb, 0xFFFFFF00u, 1000);
+	ck_assert_int_eq(iwt_tcp_send(&c, A, data, 10, 100), -EINVAL); /* not established */
+	ck_assert_int_eq(iwt_tcp_handshake(&c), 0);
+	seq_a = iwt_tcp_next_seq(&c, A);
+	seq_b = iwt_tcp_next_seq(&c, B);
+	ck_assert_uint_eq(seq_a, 0xFFFFFF01u);
+	ck_assert_uint_eq(seq_b, 1001);
+	ck_assert_int_eq(iwt_tcp_send_sizes(&c, A, data, sizeof(data), sizes, 5), 0);
+	ck_assert_int_eq(iwt_tcp_send(&c, B, data, 3000, 1448), 0);
+	ck_assert_int_eq(iwt_tcp_ack(&c, A), 0);
+	ck_assert_int_eq(iwt_tcp_segment(&c, A, 0, data, 70000), -EMSGSIZE);
+	ck_assert_uint_eq(iwt_tcp_next_seq(&c, A), (uint32_t)(seq_a + sizeof(data)));
+	ck_assert_int_eq(iwt_tcp_close(&c, B), 0);
+	ck_assert_int_eq(iwt_tcp_send(&c, B, data, 1, 1), -EINVAL); /* after FIN */
+	ck_assert_int_eq(iwt_pcap_close(p), 0);
+	/* 3 handshake + 6 from A (1, 999, 1460, 7, 1460, 1073) + 3 from B
+	 * (1448, 1448, 104) + ACK + 3 close */
+	ck_assert_uint_eq(p->packets, 16);
+	free(p);
+
+	run_tshark(pcap, txt, fargs);
+	out_path(path, sizeof(path), txt);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (getline(&line, &cap, f) > 0) {
+		char *col[8], *sev, orig[512];
+		unsigned port;
+		uint64_t seq, len;
+		int nc;
+
+		snprintf(orig, sizeof(orig), "%s", orig);
+		nc = split_tabs(line, col, 8);
+
+		/* srcport, seq_raw, len, tcp/ip checksum status, malformed, severities */
+		ck_assert_msg(nc == 7, "unexpected line: %s", orig);
+		port = (unsigned)strtoul(col[0], NULL, 10);
+		seq = strtoull(col[1], NULL, 10);
+		len = strtoull(col[2], NULL, 10);
+		ck_assert_msg(strcmp(col[3], "1") == 0, "TCP checksum not good: %s", orig);
+		/* IPv6 has no header checksum */
+		ck_assert_msg(strcmp(col[4], v4 ? "1" : "") == 0, "IP checksum not good: %s", orig);
+		ck_assert_msg(col[5][0] == 0, "malformed: %s", orig);
+		/* expert items at most "Note" (SYN/FIN chat and notes) */
+		for (sev = strtok(col[6], ","); sev; sev = strtok(NULL, ","))
+			ck_assert_msg(strtoul(sev, NULL, 0) <= IWT_PI_NOTE, "expert warning or error: %s", orig);
+		if (port == 50000 && len) {
+			ck_assert_uint_eq(seq, (uint32_t)(seq_a + data_a));
+			data_a += (unsigned)len;
+		} else if (port == 50001 && len) {
+			ck_assert_uint_eq(seq, seq_b + data_b);
+			data_b += (unsigned)len;
+		}
+		lines++;
+	}
+	free(line);
+	fclose(f);
+	ck_assert_uint_eq(lines, 16);
+	ck_assert_uint_eq(data_a, sizeof(data));
+	ck_assert_uint_eq(data_b, 3000);
+}
+
+START_TEST(test_pcap_writer_ipv4)
+{
+	writer_check("tshark_writer_v4", "10.1.2.3", "10.1.2.4");
+}
+END_TEST
+
+START_TEST(test_pcap_writer_ipv6)
+{
+	writer_check("tshark_writer_v6", "fd00::1", "fd00::2");
+}
+END_TEST
+
+static Suite *tshark_suite(void)
+{
+	Suite *s = suite_create("tshark");
+	TCase *tw = tcase_create("writer");
+	TCase *td = tcase_create("decode");
+
+	tcase_set_timeout(tw, 120);
+	tcase_add_test(tw, test_pcap_writer_ipv4);
+	tcase_add_test(tw, test_pcap_writer_ipv6);
+	suite_add_tcase(s, tw);
+	tcase_set_timeout(td, 120);
+	tcase_add_test(td, test_markers_off_mixed_segments);
+	tcase_add_test(td, test_markers_on_aligned_segments);
+	tcase_add_test(td, test_bad_crc_detected);
+	suite_add_tcase(s, td);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(tshark_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
