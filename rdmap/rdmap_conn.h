@@ -193,15 +193,18 @@ struct iw_rdmap_conn {
 
 	/* transmit */
 	struct iw_mpa_tx mpa_tx;
-	uint32_t sq_head, sq_tail, sq_count; /* posted, not completed */
-	uint32_t sq_next;                    /* next SQ entry to transmit */
+	/* Free-running counters; index = counter % size. */
+	uint32_t sq_head;                    /* oldest WR not yet completed */
+	uint32_t sq_next;                    /* next WR to transmit */
+	uint32_t sq_tail;                    /* next free slot */
 	uint32_t send_msn;                   /* next MSN on QN 0 */
 	uint32_t readreq_msn;                /* next MSN on QN 1 */
 	uint32_t reads_out;                  /* READs sent, awaiting responses */
 	uint16_t ord_ring[IW_RDMAP_MAX_IRD_ORD]; /* SQ indices of outstanding READs, oldest first */
 	uint32_t ord_head;
-	uint32_t ird_head, ird_count;        /* inbound reads: oldest, how many held */
-	uint32_t ird_ready;                  /* of those, validated and ready to answer */
+	uint32_t ird_head;                   /* oldest inbound read held */
+	uint32_t ird_next;                   /* next one to answer */
+	uint32_t ird_tail;                   /* next free slot */
 	bool prefer_response;                /* alternate response / SQ messages */
 	struct iw_rdmap_tx_cur cur;
 	uint32_t tx_head, tx_count;          /* tx slots in flight */
@@ -210,14 +213,15 @@ struct iw_rdmap_conn {
 	struct iw_rdmap_term term_out;
 	uint8_t term_buf[IW_RDMAP_TERM_MAX_LEN];
 	size_t term_len;
-	bool term_queued;
+	bool term_queued;  /* Terminate waiting for the next FPDU boundary */
+	bool term_started; /* Terminate built: nothing may follow it */
 
 	/* receive */
 	struct iw_mpa_rx mpa_rx;
 	struct iw_ddp_rx ddp_rx;
 	struct iw_rdmap_rx_cur rx;
 	uint8_t term_in_buf[IW_RDMAP_TERM_MAX_LEN + 64];
-	struct iovec term_in_iov;
+	struct iovec rx_iov; /* untagged buffer handed to DDP for QN 1 / 2 */
 	struct iw_rdmap_term term_in;
 	struct iw_term_cause error;
 
