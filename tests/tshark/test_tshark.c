@@ -653,8 +653,8 @@ END_TEST
 
 /* Markers on (M=1 both ways). tshark 4.0 places markers by the TCP
  * sequence number of the segment an FPDU starts in, as if every FPDU began
- * a segment (its PDU-length code reads ULPDU_LENGTH at the segment's first
- * marker position): an FPDU that starts inside a segment, after the end of
+ * a segment (marker offsets and counts come from the segment's sequence
+ * number and length): an FPDU that starts inside a segment, after the end of
  * another, gets a wrong length and tshark loses the rest of the stream.
  * Checked with this session: the mixed plan decodes 0 FPDUs in either
  * direction, while FPDUs split over several segments decode fine as long
