@@ -49,7 +49,6 @@ struct exp_fpdu {
 	uint32_t wire_len;
 	uint16_t n_markers;
 	uint16_t ulpdu_len;
-	uint16_t hdr_len;
 	uint8_t opcode;
 	bool tagged, last;
 	uint32_t stag;
@@ -74,6 +73,7 @@ struct session {
 	struct iwt_pcap pcap;
 	struct iwt_tcp tcp;
 	struct iw_mpa_outcome out[2];
+	uint16_t pd_len[2]; /* PD_Length of the Request (A) and Reply (B) */
 	struct iw_mpa_tx tx[2];
 	size_t mulpdu[2];
 	uint8_t stream[2][STREAM_MAX];
@@ -215,7 +215,6 @@ static void gen_msg(struct session *s, const struct msg *m)
 		e->dir = dir;
 		e->off = (uint32_t)s->len[dir];
 		e->ulpdu_len = (uint16_t)(hdr_len + plen);
-		e->hdr_len = (uint16_t)hdr_len;
 		e->opcode = m->op;
 		e->tagged = tagged;
 		e->last = done + plen == len;
@@ -265,8 +264,9 @@ static void gen_msg(struct session *s, const struct msg *m)
 static const size_t mixed_plan[] = {700, 1300, 90, 2900, 37, 1460, 3, 517, 64, 2000, 1200, 5};
 #define MIXED_PLAN_N (sizeof(mixed_plan) / sizeof(mixed_plan[0]))
 
-/* Aligned plan: every FPDU starts a segment; pieces of an FPDU (at least
- * 8 octets, the smallest FPDU tshark looks at). */
+/* Aligned plan: every FPDU starts a segment and is cut into pieces of
+ * these sizes in turn; a first piece is thus at least 8 octets, the least
+ * tshark looks at for an FPDU. */
 static const size_t aligned_plan[] = {700, 256, 333, 1024, 64};
 #define ALIGNED_PLAN_N (sizeof(aligned_plan) / sizeof(aligned_plan[0]))
 
@@ -321,7 +321,7 @@ static bool flush(struct session *s, int dir)
 }
 
 /* MPA Request and Reply, each alone in its segment (tshark skips an FPDU
- * that shares the Reply's segment). Returns nothing; fills s->out. */
+ * that shares the Reply's segment). Fills s->out. */
 static void mpa_handshake(struct session *s)
 {
 	static const uint8_t pd_req[] = "libiwarp tshark request";
@@ -349,6 +349,7 @@ static void mpa_handshake(struct session *s)
 	ck_assert(req.markers == s->markers);
 	n = iw_mpa_frame_encode(&req, buf, sizeof(buf), &why);
 	ck_assert_msg(n > 0, "request encode: %s", iw_mpa_frame_error_str(why));
+	s->pd_len[A] = (uint16_t)((size_t)n - IW_MPA_FRAME_HDR_LEN);
 	rc = iwt_tcp_segment(&s->tcp, IWT_TCP_A, IWT_TCP_PSH, buf, (size_t)n);
 	ck_assert_int_eq(rc, 0);
 
@@ -359,6 +360,7 @@ static void mpa_handshake(struct session *s)
 	ck_assert(rep.crc && rep.enhanced && !rep.reject);
 	n = iw_mpa_frame_encode(&rep, buf, sizeof(buf), &why);
 	ck_assert_msg(n > 0, "reply encode: %s", iw_mpa_frame_error_str(why));
+	s->pd_len[B] = (uint16_t)((size_t)n - IW_MPA_FRAME_HDR_LEN);
 	rc = iwt_tcp_segment(&s->tcp, IWT_TCP_B, IWT_TCP_PSH, buf, (size_t)n);
 	ck_assert_int_eq(rc, 0);
 
@@ -455,6 +457,15 @@ static struct session *build_session(const char *pcap_name, bool markers, enum s
 		      k, t->frame, iw_rdmap_opcode_name(e->opcode), #got, (uint64_t)(got), !!(t->have & (bit)), \
 		      (uint64_t)(want))
 
+/* Rev 2 enhanced, C=1, M as negotiated, not a reject. */
+static void check_mpa_frame(const char *what, const struct ts_mpa_frame *f, bool markers, uint16_t pd_len)
+{
+	ck_assert_msg(f->rev == 2 && f->c == 1 && f->m == markers && f->r == 0 && f->pd_len == pd_len,
+		      "MPA %s (frame %u): rev %" PRIu64 " C %" PRIu64 " M %" PRIu64 " R %" PRIu64
+		      " PD_Length %" PRIu64 ", expected rev 2 C 1 M %d R 0 PD_Length %u",
+		      what, f->frame, f->rev, f->c, f->m, f->r, f->pd_len, markers, pd_len);
+}
+
 /* Compare tshark's FPDUs with the expected ones, per direction, in order.
  * Returns the number of FPDUs tshark reported with a bad CRC. */
 static int compare(const struct session *s, const struct ts_result *r)
@@ -463,6 +474,8 @@ static int compare(const struct session *s, const struct ts_result *r)
 
 	ck_assert_int_eq(r->n_req, 1);
 	ck_assert_int_eq(r->n_rep, 1);
+	check_mpa_frame("Request", &r->req, s->markers, s->pd_len[A]);
+	check_mpa_frame("Reply", &r->rep, s->markers, s->pd_len[B]);
 	ck_assert_int_eq(r->malformed, 0);
 	ck_assert_msg(r->expert_bad == 0, "%d expert warnings/errors, last: %s", r->expert_bad, r->expert_msg);
 	for (int i = 0; i < r->n; i++)
@@ -629,9 +642,9 @@ static void run_session_test(const char *base, bool markers, enum seg_mode mode,
 	if (markers) {
 		ck_assert_int_ge(c.with_marker, s->nexp / 2);
 		check_marker_ends(s);
-	}
-	else
+	} else {
 		ck_assert_int_eq(c.with_marker, 0);
+	}
 
 	ts_run(pcap, pdml, pdml_args);
 	ts_parse_pdml(pdml, PORT_A, PORT_B, r);

@@ -155,6 +155,7 @@ void ts_parse_pdml(const char *out_name, uint16_t port_a, uint16_t port_b, struc
 	size_t cap = 0;
 	unsigned port = 0, frame = 0;
 	struct ts_fpdu *cur = NULL;
+	struct ts_mpa_frame *mf = NULL;
 	FILE *f;
 
 	memset(r, 0, sizeof(*r));
@@ -166,6 +167,7 @@ void ts_parse_pdml(const char *out_name, uint16_t port_a, uint16_t port_b, struc
 			port = 0;
 			frame = 0;
 			cur = NULL;
+			mf = NULL;
 			r->packets++;
 			continue;
 		}
@@ -192,10 +194,24 @@ void ts_parse_pdml(const char *out_name, uint16_t port_a, uint16_t port_b, struc
 				r->cksum_good++;
 			else
 				r->cksum_other++;
-		} else if (field_is(line, "iwarp_mpa.req"))
-			r->n_req++;
-		else if (field_is(line, "iwarp_mpa.rep"))
-			r->n_rep++;
+		} else if (field_is(line, "iwarp_mpa.req") || field_is(line, "iwarp_mpa.rep")) {
+			bool req = field_is(line, "iwarp_mpa.req");
+
+			*(req ? &r->n_req : &r->n_rep) += 1;
+			mf = req ? &r->req : &r->rep;
+			memset(mf, 0, sizeof(*mf));
+			mf->frame = frame;
+			cur = NULL;
+		} else if (mf && field_is(line, "iwarp_mpa.marker_flag"))
+			mf->m = show_u64(line);
+		else if (mf && field_is(line, "iwarp_mpa.crc_flag"))
+			mf->c = show_u64(line);
+		else if (mf && field_is(line, "iwarp_mpa.rej_flag"))
+			mf->r = show_u64(line);
+		else if (mf && field_is(line, "iwarp_mpa.rev"))
+			mf->rev = show_u64(line);
+		else if (mf && field_is(line, "iwarp_mpa.pdlength"))
+			mf->pd_len = show_u64(line);
 		else if (field_is(line, "iwarp_mpa.fpdu")) {
 			ck_assert_int_lt(r->n, TS_MAX_FPDU);
 			cur = &r->f[r->n++];

@@ -45,10 +45,17 @@ struct ts_fpdu {
 	uint64_t sinkstag, sinkto, rdsz, srcstag, srcto, tlayer, tetype, tecode;
 };
 
+/* An MPA Request or Reply as tshark decoded it. */
+struct ts_mpa_frame {
+	unsigned frame;
+	uint64_t m, c, r, rev, pd_len;
+};
+
 struct ts_result {
 	struct ts_fpdu f[TS_MAX_FPDU];
 	int n;
 	int n_req, n_rep; /* MPA Request / Reply frames */
+	struct ts_mpa_frame req, rep; /* the last of each */
 	int malformed;
 	int expert_bad; /* expert items above "Note", except the known one */
 	char expert_msg[256];
