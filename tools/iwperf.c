@@ -1,0 +1,436 @@
+/* iwperf: options, help text, measurement helpers and the report. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iwperf.h"
+#include "tool_common.h"
+
+#define MB (1024.0 * 1024.0) /* perftest's MB: 2^20 bytes */
+
+/* ------------------------------------------------------------------ */
+/* Measurement helpers                                                 */
+
+uint64_t perf_default_iters(const struct perf_opts *o, uint32_t size)
+{
+	uint64_t budget = o->test == PT_LAT ? (256ull << 20) : (512ull << 20) / o->nqps;
+	uint64_t cap = o->test == PT_LAT ? 1000 : 5000;
+	uint64_t n = budget / size;
+
+	if (o->iters)
+		return o->iters;
+	if (n > cap)
+		n = cap;
+	return n < 16 ? 16 : n;
+}
+
+void perf_peak_init(struct perf_peak *pk, const struct perf_opts *o, uint64_t expect_msgs, uint64_t t0)
+{
+	uint64_t burst = 2ull * o->qd * o->nqps; /* completions can come in bursts this big */
+
+	memset(pk, 0, sizeof(*pk));
+	pk->t_last = t0;
+	if (o->duration > 0) {
+		pk->win_ns = (uint64_t)(o->duration * 1e9 / 20);
+		pk->win_msgs = UINT64_MAX;
+	} else {
+		pk->win_msgs = expect_msgs / 20 > burst ? expect_msgs / 20 : burst;
+		pk->win_ns = UINT64_MAX;
+	}
+}
+
+void perf_peak_update(struct perf_peak *pk, uint64_t now, uint64_t msgs, uint32_t size)
+{
+	uint64_t dm = msgs - pk->msgs_last, dt = now - pk->t_last;
+
+	if (dm < pk->win_msgs && dt < pk->win_ns)
+		return;
+	if (dt < 20000) /* too short to time reliably: widen the window */
+		return;
+	if ((double)dm * size * 1e9 / (double)dt > pk->peak_bps)
+		pk->peak_bps = (double)dm * size * 1e9 / (double)dt;
+	pk->t_last = now;
+	pk->msgs_last = msgs;
+}
+
+int perf_samples_push(struct perf_samples *s, uint64_t x)
+{
+	if (s->n == s->cap) {
+		uint64_t ncap = s->cap ? s->cap * 2 : 4096;
+		uint64_t *nv = realloc(s->v, ncap * sizeof(*nv));
+
+		if (nv == NULL)
+			return -ENOMEM;
+		s->v = nv;
+		s->cap = ncap;
+	}
+	s->v[s->n++] = x;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Report                                                              */
+
+static const char *test_title(enum perf_test t)
+{
+	switch (t) {
+	case PT_WRITE: return "RDMA_Write BW";
+	case PT_READ: return "RDMA_Read BW";
+	case PT_SEND: return "Send BW";
+	case PT_LAT: return "Send ping-pong latency";
+	}
+	return "?";
+}
+
+void perf_report_header(const struct perf_opts *o, const char *peer)
+{
+	char fpdu[32];
+
+	if (o->json)
+		return;
+	if (o->max_fpdu)
+		snprintf(fpdu, sizeof(fpdu), "%u", o->max_fpdu);
+	else
+		snprintf(fpdu, sizeof(fpdu), "auto");
+	printf("# iwperf: %s test over %s to %s\n", o->tcp && o->test != PT_LAT ? "TCP stream" : test_title(o->test),
+	       o->tcp ? "plain TCP" : "iWARP (libiwarp)", peer);
+	if (o->tcp)
+		printf("# connections %u%s\n", o->nqps, o->test == PT_LAT ? ", TCP_NODELAY" : "");
+	else
+		printf("# QPs %u, queue depth %u, CRC %s%s, max FPDU %s\n", o->nqps, o->qd, tc_crc_str(o->crc),
+		       o->markers ? ", markers" : "", fpdu);
+	if (o->duration > 0)
+		printf("# %.3g s per size\n", o->duration);
+	if (o->test == PT_LAT)
+		printf("%-10s %-13s %-12s %-16s %-12s %-12s\n", "#bytes", "#iterations", "t_min[usec]",
+		       "t_typical[usec]", "t_avg[usec]", "t_99[usec]");
+	else
+		printf("%-10s %-13s %-15s %-18s %-15s %-10s\n", "#bytes", "#iterations", "BW_peak[MB/s]",
+		       "BW_average[MB/s]", "MsgRate[Mpps]", "CPU[s/GB]");
+	fflush(stdout);
+}
+
+void perf_report_bw(const struct perf_opts *o, const struct perf_bw_row *r)
+{
+	double secs = (double)r->ns / 1e9;
+	double bytes = (double)r->msgs * r->size;
+	double avg = secs > 0 ? bytes / secs : 0.0;
+	double peak = r->peak_bps > avg ? r->peak_bps : avg;
+	double rate = secs > 0 ? (double)r->msgs / secs / 1e6 : 0.0;
+	double cpu_gb = bytes > 0 ? r->cpu_s / (bytes / 1e9) : 0.0;
+
+	if (o->json)
+		printf("{\"test\":\"%s\",\"transport\":\"%s\",\"qps\":%u,\"qd\":%u,\"crc\":\"%s\","
+		       "\"bytes\":%u,\"iterations\":%llu,\"seconds\":%.6f,\"bw_peak_MBps\":%.2f,"
+		       "\"bw_avg_MBps\":%.2f,\"msg_rate_Mpps\":%.6f,\"cpu_s_per_GB\":%.4f}\n",
+		       perf_test_name(o->test), o->tcp ? "tcp" : "iwarp", o->nqps, o->qd, tc_crc_str(o->crc),
+		       r->size, (unsigned long long)r->msgs, secs, peak / MB, avg / MB, rate, cpu_gb);
+	else
+		printf("%-10u %-13llu %-15.2f %-18.2f %-15.6f %-10.4f\n", r->size, (unsigned long long)r->msgs,
+		       peak / MB, avg / MB, rate, cpu_gb);
+	fflush(stdout);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void perf_report_lat(const struct perf_opts *o, struct perf_lat_row *r)
+{
+	double sum = 0, tmin, typ, avg, p99;
+	uint64_t i, n = r->iters, k;
+
+	if (n == 0)
+		return;
+	qsort(r->rtt_ns, n, sizeof(uint64_t), cmp_u64);
+	for (i = 0; i < n; i++)
+		sum += (double)r->rtt_ns[i];
+	/* One-way = RTT / 2, in microseconds, like perftest. */
+	tmin = (double)r->rtt_ns[0] / 2e3;
+	typ = (double)r->rtt_ns[n / 2] / 2e3;
+	avg = sum / (double)n / 2e3;
+	k = (uint64_t)ceil(0.99 * (double)n);
+	p99 = (double)r->rtt_ns[k ? k - 1 : 0] / 2e3;
+	if (o->json)
+		printf("{\"test\":\"lat\",\"transport\":\"%s\",\"bytes\":%u,\"iterations\":%llu,"
+		       "\"t_min_us\":%.3f,\"t_typical_us\":%.3f,\"t_avg_us\":%.3f,\"t_99_us\":%.3f}\n",
+		       o->tcp ? "tcp" : "iwarp", r->size, (unsigned long long)n, tmin, typ, avg, p99);
+	else
+		printf("%-10u %-13llu %-12.2f %-16.2f %-12.2f %-12.2f\n", r->size, (unsigned long long)n, tmin, typ,
+		       avg, p99);
+	fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ */
+/* Options                                                             */
+
+static void usage(FILE *f)
+{
+	fputs("NAME\n"
+	      "    iwperf - iWARP RDMA bandwidth and latency over libiwarp, with a TCP baseline\n"
+	      "\n"
+	      "SYNOPSIS\n"
+	      "    iwperf -s [-p PORT] [--tcp-port PORT] [--once] [-v]\n"
+	      "    iwperf -c ADDR [-t write|read|send|lat] [-S SIZE | --sweep[=LIST]]\n"
+	      "           [-n ITERS | -D SECONDS] [-Q DEPTH] [-q QPS] [--tcp] [--json] [OPTIONS]\n"
+	      "\n"
+	      "DESCRIPTION\n"
+	      "    The server waits for clients; the client runs one test and prints one\n"
+	      "    row per message size. Bandwidth tests keep DEPTH work requests\n"
+	      "    outstanding on each of QPS connections and time from the first post to\n"
+	      "    the last completion: write and read use RDMA WRITE / RDMA READ against\n"
+	      "    the server's buffer, send uses SENDs into receives the server keeps\n"
+	      "    posted (with credits, so a SEND never finds the receive queue empty)\n"
+	      "    and checks the server's count. The latency test is a SEND ping-pong on\n"
+	      "    one connection, reported as round trip / 2.\n"
+	      "    With --tcp the same client runs over plain TCP sockets (TCP_NODELAY):\n"
+	      "    bandwidth writes SIZE-byte messages on QPS streams, latency is a\n"
+	      "    SIZE-byte ping-pong. The server serves both at once: iWARP on PORT,\n"
+	      "    TCP on PORT+1.\n"
+	      "\n"
+	      "OPTIONS\n"
+	      "    -s, --server          run the server\n"
+	      "    -c, --client ADDR     run a test against the server at ADDR\n"
+	      "    -p, --port PORT       iWARP port (default 18516)\n"
+	      "        --tcp-port PORT   plain TCP port (default PORT+1)\n"
+	      "    -t, --test TEST       write (default), read, send or lat\n"
+	      "    -S, --size SIZE       message size, suffixes K M G (default 64K; lat 8)\n"
+	      "        --sweep[=LIST]    sizes 64 B .. 4 MiB in powers of two, or a comma\n"
+	      "                          separated LIST such as 64,4K,1M\n"
+	      "    -n, --iters N         messages per QP and size (default 5000, fewer for\n"
+	      "                          big sizes; lat 1000)\n"
+	      "    -D, --duration SEC    run each size for SEC seconds instead\n"
+	      "    -Q, --qd DEPTH        outstanding work requests per QP (default 16)\n"
+	      "    -q, --qps N           connections, 1..1024 (default 1); bandwidth is\n"
+	      "                          the aggregate\n"
+	      "        --crc=on|off|required   MPA CRC policy (default on; the server\n"
+	      "                          follows the client unless given --crc)\n"
+	      "        --markers         ask for MPA markers\n"
+	      "        --max-fpdu BYTES  largest FPDU (ULPDU) to send (default: TCP MSS)\n"
+	      "        --trace FILE      write a pcap of the iWARP traffic to FILE\n"
+	      "        --tcp             plain TCP baseline instead of iWARP\n"
+	      "        --json            one JSON object per row instead of the table\n"
+	      "        --busy            spin on progress in bandwidth tests too (the\n"
+	      "                          latency test always spins)\n"
+	      "        --timeout SEC     fail after SEC seconds without progress (10)\n"
+	      "        --once            server: exit after the first client finished\n"
+	      "    -v, --verbose         server: one line per connection\n"
+	      "    -h, --help            this text\n"
+	      "\n"
+	      "OUTPUT\n"
+	      "    Bandwidth: #bytes #iterations BW_peak[MB/s] BW_average[MB/s]\n"
+	      "    MsgRate[Mpps] CPU[s/GB]; MB is 2^20 bytes like perftest, #iterations\n"
+	      "    counts messages over all QPs, BW_peak is the best 1/20 of the row,\n"
+	      "    CPU is the client's user+system time per 10^9 bytes.\n"
+	      "    Latency: #bytes #iterations t_min t_typical (median) t_avg t_99 in usec.\n"
+	      "\n"
+	      "EXIT STATUS\n"
+	      "    0 when every row completed and checked; 1 on any error; 2 on bad usage.\n",
+	      f);
+}
+
+static int parse_test(const char *s, enum perf_test *t)
+{
+	if (strcmp(s, "write") == 0)
+		*t = PT_WRITE;
+	else if (strcmp(s, "read") == 0)
+		*t = PT_READ;
+	else if (strcmp(s, "send") == 0)
+		*t = PT_SEND;
+	else if (strcmp(s, "lat") == 0 || strcmp(s, "latency") == 0)
+		*t = PT_LAT;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_sweep(const char *list, struct perf_opts *o)
+{
+	char buf[1024], *save = NULL, *tok;
+	uint64_t v;
+
+	o->nsizes = 0;
+	if (list == NULL) {
+		for (v = 64; v <= (4u << 20); v *= 2)
+			o->sizes[o->nsizes++] = (uint32_t)v;
+		return 0;
+	}
+	if (strlen(list) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (o->nsizes == PERF_MAX_SIZES || tc_parse_size(tok, 1, PERF_SIZE_LIMIT, &v))
+			return -EINVAL;
+		o->sizes[o->nsizes++] = (uint32_t)v;
+	}
+	return o->nsizes ? 0 : -EINVAL;
+}
+
+enum { OPT_TCP_PORT = 256, OPT_SWEEP, OPT_CRC, OPT_MAX_FPDU, OPT_MARKERS, OPT_TRACE, OPT_TCP, OPT_JSON,
+       OPT_BUSY, OPT_TIMEOUT, OPT_ONCE };
+
+static int parse_opts(int argc, char **argv, struct perf_opts *o)
+{
+	static const struct option lopts[] = {
+		{ "server", no_argument, NULL, 's' },
+		{ "client", required_argument, NULL, 'c' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "tcp-port", required_argument, NULL, OPT_TCP_PORT },
+		{ "test", required_argument, NULL, 't' },
+		{ "size", required_argument, NULL, 'S' },
+		{ "sweep", optional_argument, NULL, OPT_SWEEP },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "qd", required_argument, NULL, 'Q' },
+		{ "qps", required_argument, NULL, 'q' },
+		{ "crc", required_argument, NULL, OPT_CRC },
+		{ "max-fpdu", required_argument, NULL, OPT_MAX_FPDU },
+		{ "markers", no_argument, NULL, OPT_MARKERS },
+		{ "trace", required_argument, NULL, OPT_TRACE },
+		{ "tcp", no_argument, NULL, OPT_TCP },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "busy", no_argument, NULL, OPT_BUSY },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "once", no_argument, NULL, OPT_ONCE },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *tcp_port = NULL;
+	bool size_set = false, sweep = false;
+	uint64_t v;
+	int ch;
+
+	memset(o, 0, sizeof(*o));
+	o->port = PERF_PORT;
+	o->qd = 16;
+	o->nqps = 1;
+	o->crc = IW_CRC_ON;
+	o->timeout_s = 10.0;
+	while ((ch = getopt_long(argc, argv, "sc:p:t:S:n:D:Q:q:vh", lopts, NULL)) != -1) {
+		switch (ch) {
+		case 's': o->server = true; break;
+		case 'c': o->addr = optarg; break;
+		case 'p':
+			if (tc_parse_uint(optarg, 1, 65534, &v))
+				goto bad;
+			o->port = optarg;
+			break;
+		case OPT_TCP_PORT:
+			if (tc_parse_uint(optarg, 1, 65535, &v))
+				goto bad;
+			tcp_port = optarg;
+			break;
+		case 't':
+			if (parse_test(optarg, &o->test))
+				goto bad;
+			break;
+		case 'S':
+			if (tc_parse_size(optarg, 1, PERF_SIZE_LIMIT, &v))
+				goto bad;
+			o->sizes[0] = (uint32_t)v;
+			o->nsizes = 1;
+			size_set = true;
+			break;
+		case OPT_SWEEP:
+			if (parse_sweep(optarg, o))
+				goto bad;
+			sweep = true;
+			break;
+		case 'n':
+			if (tc_parse_uint(optarg, 1, UINT32_MAX, &o->iters))
+				goto bad;
+			break;
+		case 'D':
+			if (tc_parse_seconds(optarg, &o->duration) || o->duration <= 0)
+				goto bad;
+			break;
+		case 'Q':
+			if (tc_parse_uint(optarg, 1, PERF_MAX_QD, &v))
+				goto bad;
+			o->qd = (uint32_t)v;
+			break;
+		case 'q':
+			if (tc_parse_uint(optarg, 1, PERF_MAX_QPS, &v))
+				goto bad;
+			o->nqps = (uint32_t)v;
+			break;
+		case OPT_CRC:
+			if (tc_parse_crc(optarg, &o->crc))
+				goto bad;
+			o->crc_set = true;
+			break;
+		case OPT_MAX_FPDU:
+			if (tc_parse_size(optarg, 64, 65535, &v))
+				goto bad;
+			o->max_fpdu = (uint32_t)v;
+			break;
+		case OPT_MARKERS: o->markers = true; break;
+		case OPT_TRACE: o->trace = optarg; break;
+		case OPT_TCP: o->tcp = true; break;
+		case OPT_JSON: o->json = true; break;
+		case OPT_BUSY: o->busy = true; break;
+		case OPT_TIMEOUT:
+			if (tc_parse_seconds(optarg, &o->timeout_s) || o->timeout_s < 0.1)
+				goto bad;
+			break;
+		case OPT_ONCE: o->once = true; break;
+		case 'v': o->verbose = true; break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		tc_err("unexpected argument %s", argv[optind]);
+		return -1;
+	}
+	if (o->server == (o->addr != NULL)) {
+		tc_err("give exactly one of -s (server) and -c ADDR (client)");
+		return -1;
+	}
+	if (size_set && sweep) {
+		tc_err("-S and --sweep exclude each other");
+		return -1;
+	}
+	if (o->nsizes == 0) {
+		o->sizes[0] = o->test == PT_LAT ? 8 : 65536;
+		o->nsizes = 1;
+	}
+	if (o->test == PT_LAT && o->nqps > 1) {
+		tc_err("the latency test uses one connection (-q 1)");
+		return -1;
+	}
+	if (tcp_port)
+		snprintf(o->tcp_port, sizeof(o->tcp_port), "%s", tcp_port);
+	else
+		snprintf(o->tcp_port, sizeof(o->tcp_port), "%u", (unsigned)atoi(o->port) + 1);
+	return 0;
+bad:
+	tc_err("invalid value '%s' for option %s", optarg ? optarg : "", argv[optind - 1]);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct perf_opts o;
+
+	tc_set_progname("iwperf");
+	if (parse_opts(argc, argv, &o)) {
+		fputs("Try 'iwperf --help'.\n", stderr);
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	tc_install_signals();
+	if (o.server)
+		return perf_server(&o);
+	return o.tcp ? perf_client_tcp(&o) : perf_client_iwarp(&o);
+}
