@@ -48,7 +48,7 @@ void perf_peak_update(struct perf_peak *pk, uint64_t now, uint64_t msgs, uint32_
 
 	if (dm < pk->win_msgs && dt < pk->win_ns)
 		return;
-	if (dt < 20000) /* too short to time reliably: widen the window */
+	if (dt < 1000000) /* under 1 ms is too bursty to time: widen the window */
 		return;
 	if ((double)dm * size * 1e9 / (double)dt > pk->peak_bps)
 		pk->peak_bps = (double)dm * size * 1e9 / (double)dt;

@@ -520,16 +520,14 @@ static int run_bw_row(struct client *cl, uint32_t size)
 				struct cqp *q = &cl->q[i];
 				uint64_t room = o->qd - q->data_out;
 
-				if (!deadline) {
-					if (room > iters - q->posted)
-						room = iters - q->posted;
-					if (q->posted + room < iters)
-						all_posted = false;
-				}
+				if (!deadline && room > iters - q->posted)
+					room = iters - q->posted;
 				if (o->test == PT_SEND && room > q->credit_limit - q->sends_total)
 					room = q->credit_limit - q->sends_total;
 				if (post_data(cl, q, room))
 					return -1;
+				if (q->posted < iters)
+					all_posted = false;
 			}
 			if (!deadline && all_posted)
 				stop = true;

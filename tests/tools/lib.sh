@@ -1,0 +1,109 @@
+# Shared helpers for the tool tests (sourced). Every command that can block
+# runs under `timeout`; servers started here are stopped by their PID.
+
+set -u
+
+FAILS=0
+PASSES=0
+SERVER_PID=""
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/iwtools.XXXXXX")
+
+cleanup() {
+	stop_server
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ok() {
+	PASSES=$((PASSES + 1))
+	echo "ok: $*"
+}
+
+bad() {
+	FAILS=$((FAILS + 1))
+	echo "FAIL: $*"
+}
+
+# A port unlikely to collide with a parallel test, below the ephemeral
+# range (32768..) so no client socket holds it.
+pick_port() {
+	echo $((10000 + (RANDOM * 7 + $$) % 20000))
+}
+
+# Is something listening on TCP port $1 (IPv4 or IPv6)?
+is_listening() {
+	local hex
+	hex=$(printf '%04X' "$1")
+	awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# wait_listen PORT: up to 5 s for a listener.
+wait_listen() {
+	local i
+	for i in $(seq 1 100); do
+		is_listening "$1" && return 0
+		if [ -n "$SERVER_PID" ] && ! kill -0 "$SERVER_PID" 2>/dev/null; then
+			return 1
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# start_server LOG CMD...: a background server (bounded to 120 s); the
+# argument @PORT@ in CMD becomes a free port, left in $PORT. Tries a few
+# ports in case one is taken. ALSO_NEXT_PORT=1: wait for PORT+1 as well.
+start_server() {
+	local log=$1 try a
+	local -a cmd
+	shift
+	for try in 1 2 3 4 5; do
+		PORT=$(pick_port)
+		cmd=()
+		for a in "$@"; do
+			[ "$a" = "@PORT@" ] && a=$PORT
+			cmd+=("$a")
+		done
+		timeout 120 "${cmd[@]}" >"$log" 2>&1 &
+		SERVER_PID=$!
+		if wait_listen "$PORT" && { [ -z "${ALSO_NEXT_PORT:-}" ] || wait_listen $((PORT + 1)); }; then
+			return 0
+		fi
+		stop_server
+	done
+	echo "server did not start: ${cmd[*]}"
+	cat "$log"
+	return 1
+}
+
+# wait_server: wait for a server that exits by itself (up to 10 s), else
+# end it. Returns the server's exit status.
+wait_server() {
+	local rc i
+	[ -z "$SERVER_PID" ] && return 0
+	for i in $(seq 1 200); do
+		kill -0 "$SERVER_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill "$SERVER_PID" 2>/dev/null
+	fi
+	wait "$SERVER_PID"
+	rc=$?
+	SERVER_PID=""
+	return $rc
+}
+
+stop_server() {
+	[ -z "$SERVER_PID" ] && return 0
+	kill "$SERVER_PID" 2>/dev/null
+	wait "$SERVER_PID" 2>/dev/null
+	SERVER_PID=""
+}
+
+finish() {
+	echo "$PASSES passed, $FAILS failed"
+	[ "$FAILS" -eq 0 ]
+	exit $?
+}
