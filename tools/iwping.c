@@ -93,7 +93,8 @@ struct app {
 	struct iw_cm_id *listen_id;
 	struct conn *conns;
 	bool done;
-	int result; /* exit status */
+	bool stopping; /* client: interrupted, finishing the current ping */
+	int result;    /* exit status */
 	uint64_t served;
 };
 
@@ -604,6 +605,26 @@ static void check_timeouts(struct app *a)
 	}
 }
 
+/* SIGINT/SIGTERM. A client in mid-run finishes its iteration and
+ * disconnects cleanly (rping's count reached); a second signal aborts. A
+ * server (usually stopped this way) leaves with the status so far. True:
+ * stop now. */
+static bool interrupted(struct app *a)
+{
+	struct conn *c = a->conns;
+
+	tc_stop = 0;
+	if (a->o.client && !a->stopping && c && (c->state == ST_WAIT_GO1 || c->state == ST_WAIT_GO2)) {
+		a->stopping = true;
+		a->o.count = c->iter + 1;
+		dbg(a, "interrupted: finishing ping %llu", (unsigned long long)c->iter);
+		return false;
+	}
+	if (a->o.client || a->conns)
+		tc_err("interrupted");
+	return true;
+}
+
 static int run(struct app *a)
 {
 	while (!a->done) {
@@ -611,10 +632,8 @@ static int run(struct app *a)
 		struct conn *c;
 		int rc;
 
-		if (tc_stop) {
-			tc_err("interrupted");
-			return 1;
-		}
+		if (tc_stop && interrupted(a))
+			return a->o.server ? a->result : 1;
 		rc = iw_progress(a->ctx, 100);
 		if (rc < 0) {
 			tc_err("progress: %s", strerror(-rc));

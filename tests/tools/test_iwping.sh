@@ -80,6 +80,26 @@ else
 	bad "persistent server start"
 fi
 
+# SIGINT on a client without -C: it finishes the ping under way, then
+# disconnects cleanly (exit 0), and the server sees a clean end too.
+if start_server "$TMP/isrv.log" "$IWPING" -s -a 127.0.0.1 -p @PORT@; then
+	timeout 30 "$IWPING" -c -a 127.0.0.1 -p "$PORT" -V >"$TMP/i.out" 2>&1 &
+	cpid=$!
+	sleep 0.5
+	kill -INT "$cpid" 2>/dev/null
+	rc=0
+	wait "$cpid" || rc=$?
+	wait_server
+	src=$?
+	if [ $rc -eq 0 ] && [ $src -eq 0 ]; then
+		ok "SIGINT: clean stop"
+	else
+		bad "SIGINT: client exit $rc, server exit $src"; cat "$TMP/i.out" "$TMP/isrv.log"
+	fi
+else
+	bad "SIGINT server start"
+fi
+
 # Tracing: a pcap file with the classic magic.
 if start_server "$TMP/tsrv.log" "$IWPING" -s -a 127.0.0.1 -p @PORT@; then
 	port=$PORT
