@@ -1,0 +1,121 @@
+/* DDP transmit segmentation (RFC 5041 sec. 5): one ULP message becomes a
+ * run of segments, each at most one MULPDU, whose payloads are slices of
+ * the caller's iovecs (zero copy). */
+#include "ddp_tx.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void msg_common(struct iw_ddp_tx_msg *m, uint8_t ulp_ctrl, const struct iovec *sgl,
+		       int nsge)
+{
+	memset(m, 0, sizeof(*m));
+	m->ulp_ctrl = ulp_ctrl;
+	m->sgl = sgl;
+	m->nsge = (sgl && nsge > 0) ? nsge : 0;
+	for (int i = 0; i < m->nsge; i++)
+		m->len += sgl[i].iov_len;
+}
+
+void iw_ddp_tx_msg_tagged(struct iw_ddp_tx_msg *m, uint8_t ulp_ctrl, uint32_t stag, uint64_t to,
+			  const struct iovec *sgl, int nsge)
+{
+	msg_common(m, ulp_ctrl, sgl, nsge);
+	m->tagged = true;
+	m->stag = stag;
+	m->to = to;
+}
+
+void iw_ddp_tx_msg_untagged(struct iw_ddp_tx_msg *m, uint8_t ulp_ctrl, uint32_t ulp_word,
+			    uint32_t qn, uint32_t msn, const struct iovec *sgl, int nsge)
+{
+	msg_common(m, ulp_ctrl, sgl, nsge);
+	m->tagged = false;
+	m->ulp_word = ulp_word;
+	m->qn = qn;
+	m->msn = msn;
+}
+
+bool iw_ddp_tx_done(const struct iw_ddp_tx_msg *m)
+{
+	return m->started && m->off == m->len;
+}
+
+static void *slice_base(const struct iovec *v, size_t off)
+{
+	/* NULL + 0 is undefined in C; only a non-empty entry gets an offset. */
+	return off ? (uint8_t *)v->iov_base + off : v->iov_base;
+}
+
+int iw_ddp_tx_next(struct iw_ddp_tx_msg *m, size_t mulpdu, uint8_t *hdr, size_t *hdr_len,
+		   struct iovec *iov, int iov_cap, size_t *payload_len)
+{
+	size_t base_len = m->tagged ? IW_DDP_TAGGED_HDR_LEN : IW_DDP_UNTAGGED_HDR_LEN;
+	size_t htot = base_len + m->ulp_ext_len;
+	size_t remaining, budget, take = 0, soff = m->sge_off;
+	int idx = m->sge_idx, n = 0;
+	struct iw_ddp_hdr h;
+
+	if (iw_ddp_tx_done(m) || m->off > m->len)
+		return -EINVAL;
+	if (htot > IW_DDP_TX_MAX_HDR || (m->ulp_ext_len && !m->ulp_ext))
+		return -EINVAL;
+	/* MO is 32 bits: an untagged message cannot exceed 4 GiB - 1. */
+	if (!m->tagged && m->len > UINT32_MAX)
+		return -EINVAL;
+	remaining = m->len - m->off;
+	if (mulpdu < htot || (remaining > 0 && mulpdu - htot < 1))
+		return -EINVAL;
+	budget = mulpdu - htot < remaining ? mulpdu - htot : remaining;
+
+	while (take < budget && idx < m->nsge) {
+		const struct iovec *v = &m->sgl[idx];
+		size_t avail = v->iov_len - soff, chunk;
+
+		if (avail == 0) { /* zero-length entry, or this one is used up */
+			idx++;
+			soff = 0;
+			continue;
+		}
+		if (n >= iov_cap)
+			break;
+		chunk = avail < budget - take ? avail : budget - take;
+		iov[n].iov_base = slice_base(v, soff);
+		iov[n].iov_len = chunk;
+		n++;
+		take += chunk;
+		soff += chunk;
+		if (soff == v->iov_len) {
+			idx++;
+			soff = 0;
+		}
+	}
+	if (take == 0 && budget > 0)
+		/* Out of iovec room, or m->len claims more than sgl holds. */
+		return idx < m->nsge ? -ENOBUFS : -EINVAL;
+
+	memset(&h, 0, sizeof(h));
+	h.tagged = m->tagged;
+	h.last = m->off + take == m->len;
+	h.ulp_ctrl = m->ulp_ctrl;
+	if (m->tagged) {
+		h.stag = m->stag;
+		h.to = m->to + (uint64_t)m->off; /* a wrap is the ULP's bug; the peer catches it */
+	} else {
+		h.ulp_word = m->ulp_word;
+		h.qn = m->qn;
+		h.msn = m->msn;
+		h.mo = (uint32_t)m->off;
+	}
+	iw_ddp_hdr_encode(&h, hdr);
+	if (m->ulp_ext_len)
+		memcpy(hdr + base_len, m->ulp_ext, m->ulp_ext_len);
+	*hdr_len = htot;
+	*payload_len = take;
+
+	m->off += take;
+	m->sge_idx = idx;
+	m->sge_off = soff;
+	m->started = true;
+	return n;
+}

@@ -1,0 +1,737 @@
+/* RDMAP stream endpoint: see rdmap_conn.h for the model. */
+#include "rdmap_conn.h"
+
+#include <errno.h>
+#include <string.h>
+
+enum sq_state { SQ_FREE = 0, SQ_QUEUED, SQ_SENDING, SQ_WAIT_ACK, SQ_WAIT_RESP, SQ_DONE };
+enum ird_state { IRD_FREE = 0, IRD_RECEIVING, IRD_READY, IRD_SENDING, IRD_WAIT_ACK };
+enum tx_kind { TX_NONE = 0, TX_SQ, TX_RESP, TX_TERM };
+
+#define TERM_MSN 1 /* the one Terminate a stream carries (siw sends MSN 1 too) */
+
+static struct iw_rdmap_sq_entry *sq_at(struct iw_rdmap_conn *c, uint32_t abs)
+{
+	return &c->mem.sq[abs % c->mem.sq_depth];
+}
+
+static struct iw_rdmap_ird_entry *ird_at(struct iw_rdmap_conn *c, uint32_t abs)
+{
+	return &c->mem.ird[abs % c->mem.n_ird];
+}
+
+static void emit(struct iw_rdmap_conn *c, const struct iw_rdmap_event *ev)
+{
+	if (c->ops.event)
+		c->ops.event(c->ctx, ev);
+}
+
+static size_t sgl_len(const struct iovec *sgl, int n)
+{
+	size_t len = 0;
+	for (int i = 0; i < n; i++)
+		len += sgl[i].iov_len;
+	return len;
+}
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+
+/* Stop the stream: queue the Terminate describing cause, copying what
+ * the RFC asks for from the offending ULPDU (avail bytes of it). */
+static void fail_with(struct iw_rdmap_conn *c, struct iw_term_cause cause, const uint8_t *ulpdu,
+		      size_t avail, uint16_t ulpdu_len)
+{
+	if (c->state != IW_RDMAP_ST_RTS)
+		return;
+	c->state = IW_RDMAP_ST_TERMINATING;
+	c->error = cause;
+	iw_rdmap_term_prepare(&c->term_out, cause, ulpdu, avail, ulpdu_len);
+	c->term_len = iw_rdmap_term_encode(&c->term_out, c->term_buf);
+	c->term_queued = true;
+	struct iw_rdmap_event ev = { .type = IW_RDMAP_EV_ERROR, .cause = cause };
+	emit(c, &ev);
+}
+
+static void fail_rx(struct iw_rdmap_conn *c, struct iw_term_cause cause)
+{
+	fail_with(c, cause, c->rx.ulpdu_head, c->rx.hdr_len, c->rx.ulpdu_len);
+}
+
+void iw_rdmap_fail(struct iw_rdmap_conn *c, struct iw_term_cause cause)
+{
+	fail_with(c, cause, NULL, 0, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Send-queue completion, strictly in posting order                    */
+
+static void sq_retire(struct iw_rdmap_conn *c)
+{
+	while (c->sq_head != c->sq_tail) {
+		struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_head);
+		if (e->state != SQ_DONE)
+			break;
+		struct iw_rdmap_event ev = {
+			.type = IW_RDMAP_EV_SQ_DONE,
+			.cookie = e->wr.cookie,
+			.wr_opcode = e->wr.opcode,
+			.byte_len = (uint32_t)sgl_len(e->wr.sgl, e->wr.nsge),
+		};
+		e->state = SQ_FREE;
+		c->sq_head++;
+		emit(c, &ev);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive: DDP callbacks                                              */
+
+static enum iw_stag_status ddp_tagged(void *ctx, uint32_t stag, uint64_t to, size_t len,
+				      uint8_t ulp_ctrl, uint8_t **dest)
+{
+	struct iw_rdmap_conn *c = ctx;
+	uint8_t op = iw_rdmap_opcode_of(ulp_ctrl);
+
+	/* A zero-length segment touches no memory; RFC 6581's zero-length
+	 * WRITE RTR relies on it being accepted whatever its STag. */
+	if (len == 0) {
+		*dest = NULL;
+		return IW_STAG_OK;
+	}
+	unsigned access = op == IW_OP_READ_RESP ? IW_RDMAP_ACC_LOCAL_WRITE : IW_RDMAP_ACC_REMOTE_WRITE;
+	return c->ops.stag(c->ctx, stag, to, len, access, dest);
+}
+
+static int ddp_untagged(void *ctx, uint32_t qn, uint32_t msn, const struct iovec **sgl, int *nsge,
+			struct iw_term_cause *cause)
+{
+	struct iw_rdmap_conn *c = ctx;
+	(void)msn; /* DDP already checked it against the queue's expected MSN */
+
+	switch (qn) {
+	case IW_DDP_QN_SEND:
+		return c->ops.recv_buf(c->ctx, sgl, nsge);
+	case IW_DDP_QN_READ_REQ: {
+		struct iw_rdmap_ird_entry *e;
+		uint32_t held = c->ird_tail - c->ird_head;
+		if (held && ird_at(c, c->ird_tail - 1)->state == IRD_RECEIVING) {
+			e = ird_at(c, c->ird_tail - 1); /* a later segment of the same request */
+		} else {
+			if (held >= c->cfg.ird) {
+				*cause = IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP,
+						       IW_ECODE_RDMAP_CATA_STREAM);
+				return -1;
+			}
+			e = ird_at(c, c->ird_tail++);
+			memset(e, 0, sizeof(*e));
+			e->state = IRD_RECEIVING;
+		}
+		c->rx_iov.iov_base = e->raw;
+		c->rx_iov.iov_len = sizeof(e->raw);
+		*sgl = &c->rx_iov;
+		*nsge = 1;
+		return 0;
+	}
+	case IW_DDP_QN_TERMINATE:
+		c->rx_iov.iov_base = c->term_in_buf;
+		c->rx_iov.iov_len = sizeof(c->term_in_buf);
+		*sgl = &c->rx_iov;
+		*nsge = 1;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static const struct iw_ddp_rx_ops ddp_ops = {
+	.tagged = ddp_tagged,
+	.untagged = ddp_untagged,
+};
+
+/* MPA learns header sizes from the two control bytes. */
+static void ulp_lens(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu)
+{
+	bool tagged = ctrl[0] & IW_DDP_CTRL_TAGGED;
+	const struct iw_rdmap_opinfo *op = &iw_rdmap_optable[iw_rdmap_opcode_of(ctrl[1])];
+
+	*hdr_len = (uint16_t)iw_ddp_hdr_len_ctrl(ctrl[0]);
+	*min_ulpdu = *hdr_len;
+	if ((op->flags & IW_OPF_VALID) && op->tagged == tagged)
+		*min_ulpdu = op->min_ulpdu;
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive: per-segment processing                                     */
+
+/* RDMAP checks that must precede placement. Returns 0 or fails the stream. */
+static int rdmap_precheck(struct iw_rdmap_conn *c, const struct iw_ddp_hdr *h, size_t payload_len)
+{
+	uint8_t op = iw_rdmap_opcode_of(h->ulp_ctrl);
+	const struct iw_rdmap_opinfo *info = &iw_rdmap_optable[op];
+
+	if (iw_rdmap_version_of(h->ulp_ctrl) != IW_RDMAP_VERSION) {
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_INV_VERSION));
+		return -1;
+	}
+	if (!(info->flags & IW_OPF_VALID) || info->tagged != h->tagged) {
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNEXP_OPCODE));
+		return -1;
+	}
+	if (!h->tagged && h->qn != info->qn) {
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_UNTAGGED, IW_ECODE_DDP_U_INV_QN));
+		return -1;
+	}
+	if (op == IW_OP_READ_RESP) {
+		/* Responses come in request order: match the oldest READ. */
+		if (c->reads_out == 0) {
+			fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP,
+						 IW_ECODE_RDMAP_UNEXP_OPCODE));
+			return -1;
+		}
+		struct iw_rdmap_sq_entry *e = sq_at(c, c->ord_ring[c->ord_head % IW_RDMAP_MAX_IRD_ORD]);
+		size_t want = sgl_len(e->wr.sgl, e->wr.nsge);
+		if (h->stag != e->wr.local_stag) {
+			fail_rx(c, IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_TAGGED, IW_ECODE_DDP_T_INV_STAG));
+			return -1;
+		}
+		if (h->to != e->wr.local_to + e->placed || e->placed + payload_len > want) {
+			fail_rx(c, IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_TAGGED, IW_ECODE_DDP_T_BASE_BOUNDS));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void on_header(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *ev)
+{
+	struct iw_ddp_hdr h;
+	struct iw_term_cause cause;
+
+	memcpy(c->rx.ulpdu_head, ev->hdr, ev->hdr_len);
+	c->rx.hdr_len = ev->hdr_len;
+	c->rx.ulpdu_len = ev->ulpdu_len;
+	iw_ddp_hdr_decode(ev->hdr, ev->hdr_len, &h);
+	c->rx.opcode = iw_rdmap_opcode_of(h.ulp_ctrl);
+
+	/* A bad DDP version makes every other field meaningless: let DDP
+	 * report it before RDMAP looks at anything. */
+	if (h.version == IW_DDP_VERSION && rdmap_precheck(c, &h, ev->payload_len) < 0)
+		return;
+	if (iw_ddp_rx_begin(&c->ddp_rx, ev->hdr, ev->hdr_len, ev->payload_len, &c->rx.seg, &cause) < 0) {
+		fail_rx(c, cause);
+		return;
+	}
+	if (ev->payload_len)
+		iw_mpa_rx_set_sink(&c->mpa_rx, c->rx.seg.dest, c->rx.seg.ndest);
+	else
+		iw_mpa_rx_set_sink(&c->mpa_rx, NULL, 0);
+}
+
+static void on_read_request(struct iw_rdmap_conn *c)
+{
+	struct iw_rdmap_ird_entry *e = ird_at(c, c->ird_tail - 1);
+	struct iw_rdmap_read_req *r = &e->req;
+
+	iw_rdmap_read_req_decode(e->raw, r);
+	/* Errors about a Read Request copy its body into the Terminate. */
+	memcpy(c->rx.ulpdu_head + c->rx.hdr_len, e->raw, IW_RDMAP_READ_REQ_LEN);
+	c->rx.hdr_len = (uint16_t)(c->rx.hdr_len + IW_RDMAP_READ_REQ_LEN);
+
+	if (c->rx.seg.hdr.mo + c->rx.seg.payload_len != IW_RDMAP_READ_REQ_LEN) {
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED));
+		return;
+	}
+	e->src = NULL;
+	if (r->size) {
+		if (r->src_to + r->size < r->src_to) {
+			fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, IW_ECODE_RDMAP_TO_WRAP));
+			return;
+		}
+		enum iw_stag_status st = c->ops.stag(c->ctx, r->src_stag, r->src_to, r->size,
+						     IW_RDMAP_ACC_REMOTE_READ, &e->src);
+		static const uint8_t rdmap_code[] = {
+			[IW_STAG_INVALID] = IW_ECODE_RDMAP_INV_STAG,
+			[IW_STAG_BOUNDS] = IW_ECODE_RDMAP_BASE_BOUNDS,
+			[IW_STAG_NOT_ASSOC] = IW_ECODE_RDMAP_STAG_NOT_ASSOC,
+			[IW_STAG_ACCESS] = IW_ECODE_RDMAP_ACCESS,
+		};
+		if (st != IW_STAG_OK) {
+			fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, rdmap_code[st]));
+			return;
+		}
+	}
+	e->state = IRD_READY;
+}
+
+static void on_read_response(struct iw_rdmap_conn *c, bool last)
+{
+	struct iw_rdmap_sq_entry *e = sq_at(c, c->ord_ring[c->ord_head % IW_RDMAP_MAX_IRD_ORD]);
+
+	e->placed += (uint32_t)c->rx.seg.payload_len;
+	if (!last)
+		return;
+	if (e->placed != sgl_len(e->wr.sgl, e->wr.nsge)) {
+		/* The responder ended the message short of what we asked. */
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED));
+		return;
+	}
+	e->state = SQ_DONE;
+	c->ord_head++;
+	c->reads_out--;
+	sq_retire(c);
+}
+
+static void on_send(struct iw_rdmap_conn *c, uint8_t op)
+{
+	const struct iw_ddp_segment *s = &c->rx.seg;
+	struct iw_rdmap_event ev = {
+		.type = IW_RDMAP_EV_RECV_DONE,
+		.opcode = op,
+		.byte_len = (uint32_t)(s->hdr.mo + s->payload_len),
+		.solicited = iw_rdmap_optable[op].flags & IW_OPF_SE,
+	};
+	if (iw_rdmap_optable[op].flags & IW_OPF_INV) {
+		/* Invalidate before the completion is visible. */
+		if (c->ops.invalidate(c->ctx, s->hdr.ulp_word) < 0) {
+			fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT,
+						 IW_ECODE_RDMAP_CANT_INVALIDATE));
+			return;
+		}
+		ev.invalidated = true;
+		ev.inv_stag = s->hdr.ulp_word;
+	}
+	emit(c, &ev);
+}
+
+static void on_terminate(struct iw_rdmap_conn *c)
+{
+	size_t len = c->rx.seg.hdr.mo + c->rx.seg.payload_len;
+
+	memset(&c->term_in, 0, sizeof(c->term_in));
+	iw_rdmap_term_decode(c->term_in_buf, len, &c->term_in);
+	c->state = IW_RDMAP_ST_CLOSED;
+	struct iw_rdmap_event ev = {
+		.type = IW_RDMAP_EV_TERM_RECV,
+		.cause = c->term_in.cause,
+		.term = &c->term_in,
+	};
+	emit(c, &ev);
+}
+
+static void on_fpdu(struct iw_rdmap_conn *c)
+{
+	const struct iw_ddp_segment *s = &c->rx.seg;
+	bool complete = iw_ddp_rx_end(&c->ddp_rx, s);
+
+	c->fpdus_rx++;
+	c->bytes_placed += s->payload_len;
+	switch (c->rx.opcode) {
+	case IW_OP_WRITE:
+		break;
+	case IW_OP_READ_RESP:
+		on_read_response(c, s->hdr.last);
+		break;
+	case IW_OP_READ_REQ:
+		if (complete)
+			on_read_request(c);
+		break;
+	case IW_OP_SEND:
+	case IW_OP_SEND_INV:
+	case IW_OP_SEND_SE:
+	case IW_OP_SEND_SE_INV:
+		if (complete)
+			on_send(c, c->rx.opcode);
+		break;
+	case IW_OP_TERMINATE:
+		if (complete)
+			on_terminate(c);
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_rx_event(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *ev)
+{
+	switch (ev->type) {
+	case IW_MPA_RX_HEADER:
+		on_header(c, ev);
+		break;
+	case IW_MPA_RX_FPDU:
+		on_fpdu(c);
+		break;
+	case IW_MPA_RX_ERROR:
+		/* MPA errors copy no headers: they cannot be trusted. */
+		fail_with(c, ev->cause, NULL, 0, 0);
+		break;
+	case IW_MPA_RX_NONE:
+		break;
+	}
+}
+
+size_t iw_rdmap_rx_feed(struct iw_rdmap_conn *c, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	size_t done = 0;
+
+	while (done < len && c->state == IW_RDMAP_ST_RTS) {
+		struct iw_mpa_rx_event ev;
+		done += iw_mpa_rx_feed(&c->mpa_rx, p + done, len - done, &ev);
+		if (ev.type == IW_MPA_RX_NONE)
+			break;
+		on_rx_event(c, &ev);
+	}
+	return done;
+}
+
+int iw_rdmap_rx_prepare(struct iw_rdmap_conn *c, struct iovec *iov, int cap)
+{
+	if (c->state != IW_RDMAP_ST_RTS)
+		return 0;
+	return iw_mpa_rx_prepare(&c->mpa_rx, iov, cap);
+}
+
+void iw_rdmap_rx_commit(struct iw_rdmap_conn *c, size_t n)
+{
+	struct iw_mpa_rx_event ev;
+
+	if (c->state != IW_RDMAP_ST_RTS)
+		return;
+	iw_mpa_rx_commit(&c->mpa_rx, n, &ev);
+	on_rx_event(c, &ev);
+}
+
+/* ------------------------------------------------------------------ */
+/* Transmit                                                            */
+
+static bool response_ready(struct iw_rdmap_conn *c)
+{
+	return c->ird_next != c->ird_tail && ird_at(c, c->ird_next)->state == IRD_READY;
+}
+
+static bool sq_ready(struct iw_rdmap_conn *c)
+{
+	if (c->sq_next == c->sq_tail)
+		return false;
+	const struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_next);
+	if (e->wr.fence && c->reads_out > 0)
+		return false;
+	if (e->wr.opcode == IW_WR_READ && c->reads_out >= c->cfg.ord)
+		return false;
+	return true;
+}
+
+static void start_sq(struct iw_rdmap_conn *c)
+{
+	struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_next);
+	struct iw_rdmap_wr *wr = &e->wr;
+	struct iw_rdmap_tx_cur *cur = &c->cur;
+
+	cur->kind = TX_SQ;
+	cur->idx = (uint16_t)(c->sq_next % c->mem.sq_depth);
+	e->state = SQ_SENDING;
+	c->sq_next++;
+	switch (wr->opcode) {
+	case IW_WR_WRITE:
+		iw_ddp_tx_msg_tagged(&cur->ddp, iw_rdmap_ctrl(IW_OP_WRITE), wr->remote_stag, wr->remote_to,
+				     wr->sgl, wr->nsge);
+		break;
+	case IW_WR_READ: {
+		struct iw_rdmap_read_req r = {
+			.sink_stag = wr->local_stag,
+			.sink_to = wr->local_to,
+			.size = (uint32_t)sgl_len(wr->sgl, wr->nsge),
+			.src_stag = wr->remote_stag,
+			.src_to = wr->remote_to,
+		};
+		iw_rdmap_read_req_encode(&r, cur->ext);
+		iw_ddp_tx_msg_untagged(&cur->ddp, iw_rdmap_ctrl(IW_OP_READ_REQ), 0, IW_DDP_QN_READ_REQ,
+				       c->readreq_msn++, NULL, 0);
+		cur->ddp.ulp_ext = cur->ext;
+		cur->ddp.ulp_ext_len = IW_RDMAP_READ_REQ_LEN;
+		break;
+	}
+	default: {
+		static const uint8_t send_op[] = {
+			[IW_WR_SEND] = IW_OP_SEND,
+			[IW_WR_SEND_SE] = IW_OP_SEND_SE,
+			[IW_WR_SEND_INV] = IW_OP_SEND_INV,
+			[IW_WR_SEND_SE_INV] = IW_OP_SEND_SE_INV,
+		};
+		uint8_t op = send_op[wr->opcode];
+		uint32_t inv = (iw_rdmap_optable[op].flags & IW_OPF_INV) ? wr->inv_stag : 0;
+		iw_ddp_tx_msg_untagged(&cur->ddp, iw_rdmap_ctrl(op), inv, IW_DDP_QN_SEND, c->send_msn++,
+				       wr->sgl, wr->nsge);
+		break;
+	}
+	}
+}
+
+static void start_response(struct iw_rdmap_conn *c)
+{
+	struct iw_rdmap_ird_entry *e = ird_at(c, c->ird_next);
+	struct iw_rdmap_tx_cur *cur = &c->cur;
+
+	cur->kind = TX_RESP;
+	cur->idx = (uint16_t)(c->ird_next % c->mem.n_ird);
+	e->state = IRD_SENDING;
+	c->ird_next++;
+	cur->one.iov_base = e->src;
+	cur->one.iov_len = e->req.size;
+	iw_ddp_tx_msg_tagged(&cur->ddp, iw_rdmap_ctrl(IW_OP_READ_RESP), e->req.sink_stag, e->req.sink_to,
+			     &cur->one, e->req.size ? 1 : 0);
+}
+
+static void start_terminate(struct iw_rdmap_conn *c)
+{
+	struct iw_rdmap_tx_cur *cur = &c->cur;
+
+	cur->kind = TX_TERM;
+	cur->idx = 0;
+	cur->one.iov_base = c->term_buf;
+	cur->one.iov_len = c->term_len;
+	iw_ddp_tx_msg_untagged(&cur->ddp, iw_rdmap_ctrl(IW_OP_TERMINATE), 0, IW_DDP_QN_TERMINATE, TERM_MSN,
+			       &cur->one, 1);
+	c->term_queued = false;
+	c->term_started = true;
+}
+
+/* Choose the next message; responses and SQ messages alternate. */
+static bool pick_next(struct iw_rdmap_conn *c)
+{
+	if (c->term_queued) {
+		start_terminate(c);
+		return true;
+	}
+	if (c->state != IW_RDMAP_ST_RTS)
+		return false;
+	bool resp = response_ready(c), sq = sq_ready(c);
+	if (resp && (!sq || c->prefer_response)) {
+		c->prefer_response = false;
+		start_response(c);
+		return true;
+	}
+	if (sq) {
+		c->prefer_response = true;
+		start_sq(c);
+		return true;
+	}
+	return false;
+}
+
+/* The last FPDU of the current message was built. */
+static void message_built(struct iw_rdmap_conn *c, struct iw_rdmap_tx_slot *slot)
+{
+	struct iw_rdmap_tx_cur *cur = &c->cur;
+
+	slot->done_kind = cur->kind;
+	slot->done_idx = cur->idx;
+	if (cur->kind == TX_SQ) {
+		struct iw_rdmap_sq_entry *e = &c->mem.sq[cur->idx];
+		if (e->wr.opcode == IW_WR_READ) {
+			/* Outstanding from now on: the response may overtake our ack. */
+			e->state = SQ_WAIT_RESP;
+			c->ord_ring[(c->ord_head + c->reads_out) % IW_RDMAP_MAX_IRD_ORD] =
+				(uint16_t)(cur->idx);
+			c->reads_out++;
+			slot->done_kind = TX_NONE;
+		} else {
+			e->state = SQ_WAIT_ACK;
+		}
+	} else if (cur->kind == TX_RESP) {
+		c->mem.ird[cur->idx].state = IRD_WAIT_ACK;
+	}
+	cur->active = false;
+}
+
+bool iw_rdmap_tx_pending(const struct iw_rdmap_conn *cc)
+{
+	struct iw_rdmap_conn *c = (struct iw_rdmap_conn *)cc;
+
+	if (c->tx_count >= c->mem.n_tx)
+		return false;
+	if (c->term_queued)
+		return true;
+	if (c->state != IW_RDMAP_ST_RTS)
+		return false;
+	return c->cur.active || response_ready(c) || sq_ready(c);
+}
+
+int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, size_t max_bytes,
+		     size_t *bytes_out)
+{
+	int n_iov = 0;
+	size_t bytes = 0;
+
+	while (c->tx_count < c->mem.n_tx && (bytes == 0 || bytes < max_bytes)) {
+		if (c->term_queued && c->cur.active)
+			c->cur.active = false; /* the Terminate goes at the next FPDU boundary */
+		if (!c->cur.active) {
+			if (!pick_next(c))
+				break;
+			c->cur.active = true;
+		}
+		struct iw_rdmap_tx_slot *slot = &c->mem.tx[(c->tx_head + c->tx_count) % c->mem.n_tx];
+		struct iw_ddp_tx_msg saved = c->cur.ddp;
+		struct iovec payload[IW_RDMAP_MAX_SGE + 1];
+		size_t hdr_len, payload_len;
+		int np = iw_ddp_tx_next(&c->cur.ddp, c->cfg.mulpdu, slot->hdr, &hdr_len, payload,
+					IW_RDMAP_MAX_SGE + 1, &payload_len);
+		if (np < 0) {
+			/* Cannot happen with a valid mulpdu; stop the stream loudly. */
+			c->cur.ddp = saved;
+			fail_with(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_LOCAL_CATA, 0), NULL, 0, 0);
+			break;
+		}
+		int ni = iw_mpa_tx_build(&c->mpa_tx, &slot->fpdu, slot->hdr, hdr_len, payload, np,
+					 iov + n_iov, iov_cap - n_iov);
+		if (ni < 0) {
+			c->cur.ddp = saved; /* no room in the caller's iov: retry next pull */
+			break;
+		}
+		n_iov += ni;
+		slot->wire_len = slot->fpdu.wire_len;
+		slot->done_kind = TX_NONE;
+		bytes += slot->wire_len;
+		c->tx_count++;
+		c->fpdus_tx++;
+		if (iw_ddp_tx_done(&c->cur.ddp))
+			message_built(c, slot);
+	}
+	if (bytes_out)
+		*bytes_out = bytes;
+	return n_iov;
+}
+
+static void slot_acked(struct iw_rdmap_conn *c, struct iw_rdmap_tx_slot *slot)
+{
+	switch (slot->done_kind) {
+	case TX_SQ:
+		c->mem.sq[slot->done_idx].state = SQ_DONE;
+		sq_retire(c);
+		break;
+	case TX_RESP:
+		/* Responses finish in order, so this is the oldest held request. */
+		ird_at(c, c->ird_head)->state = IRD_FREE;
+		c->ird_head++;
+		break;
+	case TX_TERM: {
+		c->state = IW_RDMAP_ST_CLOSED;
+		struct iw_rdmap_event ev = { .type = IW_RDMAP_EV_TERM_SENT, .cause = c->error };
+		emit(c, &ev);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+void iw_rdmap_tx_ack(struct iw_rdmap_conn *c, size_t n)
+{
+	while (n > 0 && c->tx_count > 0) {
+		struct iw_rdmap_tx_slot *slot = &c->mem.tx[c->tx_head % c->mem.n_tx];
+		size_t rem = slot->wire_len - c->tx_ack_partial;
+		if (n < rem) {
+			c->tx_ack_partial += n;
+			return;
+		}
+		n -= rem;
+		c->tx_ack_partial = 0;
+		c->tx_head++;
+		c->tx_count--;
+		slot_acked(c, slot);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup, posting, flush                                               */
+
+size_t iw_rdmap_conn_mem_size(uint32_t sq_depth, uint32_t n_ird, uint32_t n_tx)
+{
+	return sq_depth * sizeof(struct iw_rdmap_sq_entry) + n_ird * sizeof(struct iw_rdmap_ird_entry) +
+	       n_tx * sizeof(struct iw_rdmap_tx_slot);
+}
+
+int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *cfg,
+		       const struct iw_rdmap_conn_ops *ops, void *ctx,
+		       const struct iw_rdmap_conn_mem *mem)
+{
+	if (!c || !cfg || !ops || !mem || !ops->stag || !ops->recv_buf || !ops->invalidate)
+		return -EINVAL;
+	if (!mem->sq || !mem->sq_depth || !mem->tx || !mem->n_tx || (cfg->ird && (!mem->ird || !mem->n_ird)))
+		return -EINVAL;
+	if (cfg->ird > mem->n_ird || cfg->ird > IW_RDMAP_MAX_IRD_ORD || cfg->ord > IW_RDMAP_MAX_IRD_ORD)
+		return -EINVAL;
+	if (cfg->mulpdu < IW_DDP_UNTAGGED_HDR_LEN + IW_RDMAP_READ_REQ_LEN + 1 || cfg->mulpdu > IW_MPA_ULPDU_MAX)
+		return -EINVAL;
+
+	memset(c, 0, sizeof(*c));
+	c->cfg = *cfg;
+	c->ops = *ops;
+	c->ctx = ctx;
+	c->mem = *mem;
+	memset(mem->sq, 0, mem->sq_depth * sizeof(*mem->sq));
+	if (mem->ird)
+		memset(mem->ird, 0, mem->n_ird * sizeof(*mem->ird));
+	memset(mem->tx, 0, mem->n_tx * sizeof(*mem->tx));
+	c->state = IW_RDMAP_ST_RTS;
+	c->send_msn = 1;
+	c->readreq_msn = 1;
+
+	iw_mpa_tx_init(&c->mpa_tx, cfg->crc, cfg->markers_tx);
+	struct iw_mpa_rx_config rc = {
+		.crc = cfg->crc,
+		.markers = cfg->markers_rx,
+		.max_ulpdu = cfg->max_ulpdu_rx,
+		.ulp_lens = ulp_lens,
+	};
+	iw_mpa_rx_init(&c->mpa_rx, &rc);
+	iw_ddp_rx_init(&c->ddp_rx, &ddp_ops, c);
+	return 0;
+}
+
+int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr)
+{
+	if (c->state != IW_RDMAP_ST_RTS)
+		return -EPIPE;
+	if (wr->nsge < 0 || wr->nsge > IW_RDMAP_MAX_SGE || (unsigned)wr->opcode > IW_WR_READ)
+		return -EINVAL;
+	if (wr->opcode == IW_WR_READ && wr->nsge > 1)
+		return -EINVAL; /* an iWARP READ sink is one STag: one contiguous buffer */
+	if (c->sq_tail - c->sq_head >= c->mem.sq_depth)
+		return -ENOSPC;
+	size_t len = sgl_len(wr->sgl, wr->nsge);
+	if (len > UINT32_MAX)
+		return -EINVAL;
+	struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_tail);
+	e->wr = *wr;
+	e->state = SQ_QUEUED;
+	e->placed = 0;
+	c->sq_tail++;
+	return 0;
+}
+
+void iw_rdmap_flush(struct iw_rdmap_conn *c)
+{
+	c->state = IW_RDMAP_ST_CLOSED;
+	c->term_queued = false;
+	c->cur.active = false;
+	c->tx_count = 0;
+	c->tx_ack_partial = 0;
+	while (c->sq_head != c->sq_tail) {
+		struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_head);
+		struct iw_rdmap_event ev = {
+			.type = e->state == SQ_DONE ? IW_RDMAP_EV_SQ_DONE : IW_RDMAP_EV_SQ_FLUSH,
+			.cookie = e->wr.cookie,
+			.wr_opcode = e->wr.opcode,
+			.byte_len = e->state == SQ_DONE ? (uint32_t)sgl_len(e->wr.sgl, e->wr.nsge) : 0,
+		};
+		e->state = SQ_FREE;
+		c->sq_head++;
+		emit(c, &ev);
+	}
+	c->sq_next = c->sq_tail = c->sq_head;
+	c->reads_out = 0;
+	c->ird_head = c->ird_next = c->ird_tail = 0;
+}

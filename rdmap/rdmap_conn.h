@@ -1,0 +1,273 @@
+/* One RDMAP stream endpoint, sans-I/O: MPA framing + DDP placement + RDMAP
+ * semantics for one connection (the protocol half of a QP).
+ *
+ * Transmit: the owner posts work requests (SEND variants, RDMA WRITE,
+ * RDMA READ); the engine also answers inbound Read Requests and sends the
+ * Terminate after a violation. iw_rdmap_tx_pull() hands out gather lists
+ * of whole FPDUs (header | application memory | pad + CRC) that the
+ * transport writes; iw_rdmap_tx_ack() says how many bytes it wrote.
+ * Messages are scheduled whole: Read Responses and send-queue messages
+ * interleave only between messages (RFC 5040 sec. 5.5); a pending
+ * Terminate goes out at the next FPDU boundary and nothing follows it.
+ *
+ * Receive: bytes go in by copy (iw_rdmap_rx_feed) or zero-copy
+ * (iw_rdmap_rx_prepare + readv + iw_rdmap_rx_commit): payload lands
+ * directly in the registered memory (tagged) or the posted receive buffer
+ * (untagged) after the headers were validated. Violations are detected at
+ * the layer that knows, carried as (layer, etype, ecode) into our
+ * Terminate, reported as an ERROR event, and the stream stops.
+ *
+ * Completions (events through ops->event, in order per queue):
+ *   SQ_DONE    a posted WR finished: SEND/WRITE when the transport accepted
+ *              its last byte, READ when its last response byte was placed.
+ *              Reported strictly in posting order.
+ *   RECV_DONE  a SEND message arrived whole in the head receive buffer (the
+ *              owner pops it); Send with Invalidate invalidated first.
+ *   TERM_RECV  the peer's Terminate (decoded, siw layout accepted).
+ *   ERROR      we detected a violation; our Terminate is queued.
+ *   TERM_SENT  our Terminate was fully handed to the transport: close now.
+ *   SQ_FLUSH   from iw_rdmap_flush(): a WR that will never complete.
+ *
+ * Memory: all per-connection storage is given by the caller at init
+ * (iw_rdmap_conn_mem); nothing is allocated, nothing a peer sends makes the
+ * engine allocate. Not thread-safe: one progress context owns a conn. */
+#ifndef IW_RDMAP_CONN_H
+#define IW_RDMAP_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <iwarp/term.h>
+
+#include "../ddp/ddp_rx.h"
+#include "../ddp/ddp_tx.h"
+#include "../mpa/mpa_rx.h"
+#include "../mpa/mpa_tx.h"
+#include "rdmap_term.h"
+#include "rdmap_wire.h"
+
+#define IW_RDMAP_MAX_SGE 16
+#define IW_RDMAP_MAX_IRD_ORD 128
+
+/* Access rights a tagged lookup must check. */
+enum {
+	IW_RDMAP_ACC_LOCAL_WRITE = 1,  /* Read Response into our sink buffer */
+	IW_RDMAP_ACC_REMOTE_WRITE = 2, /* inbound RDMA WRITE */
+	IW_RDMAP_ACC_REMOTE_READ = 4,  /* inbound RDMA READ source */
+};
+
+enum iw_rdmap_wr_opcode {
+	IW_WR_SEND,
+	IW_WR_SEND_SE,
+	IW_WR_SEND_INV,
+	IW_WR_SEND_SE_INV,
+	IW_WR_WRITE,
+	IW_WR_READ,
+};
+
+struct iw_rdmap_wr {
+	uint64_t cookie; /* returned in the completion (wr_id) */
+	enum iw_rdmap_wr_opcode opcode;
+	bool fence; /* wait until every earlier READ has completed */
+	struct iovec sgl[IW_RDMAP_MAX_SGE]; /* local memory: source, or READ sink */
+	int nsge;
+	uint32_t remote_stag; /* WRITE / READ: the peer's STag */
+	uint64_t remote_to;
+	uint32_t local_stag; /* READ: our sink STag, sent in the request */
+	uint64_t local_to;   /* READ: our sink TO (sgl[0] must be that memory) */
+	uint32_t inv_stag;   /* SEND_INV / SEND_SE_INV */
+};
+
+enum iw_rdmap_event_type {
+	IW_RDMAP_EV_SQ_DONE = 1,
+	IW_RDMAP_EV_RECV_DONE,
+	IW_RDMAP_EV_TERM_RECV,
+	IW_RDMAP_EV_ERROR,
+	IW_RDMAP_EV_TERM_SENT,
+	IW_RDMAP_EV_SQ_FLUSH,
+};
+
+struct iw_rdmap_event {
+	enum iw_rdmap_event_type type;
+	uint64_t cookie;             /* SQ_DONE / SQ_FLUSH */
+	enum iw_rdmap_wr_opcode wr_opcode; /* SQ_DONE / SQ_FLUSH */
+	uint8_t opcode;              /* RECV_DONE: the RDMAP opcode received */
+	uint32_t byte_len;           /* SQ_DONE (READ: bytes read) / RECV_DONE */
+	bool solicited;              /* RECV_DONE */
+	bool invalidated;            /* RECV_DONE: inv_stag was invalidated */
+	uint32_t inv_stag;
+	struct iw_term_cause cause;  /* ERROR / TERM_RECV */
+	const struct iw_rdmap_term *term; /* TERM_RECV */
+};
+
+struct iw_rdmap_conn_ops {
+	/* Resolve len bytes at TO of stag with the given access right. */
+	enum iw_stag_status (*stag)(void *ctx, uint32_t stag, uint64_t to, size_t len,
+				    unsigned access, uint8_t **addr);
+	/* The head posted receive buffer (same one until RECV_DONE pops it):
+	 * 0 and its iovecs, or -1 when none is posted. */
+	int (*recv_buf)(void *ctx, const struct iovec **sgl, int *nsge);
+	/* Invalidate a local STag on behalf of the peer: 0, or -1 when it
+	 * cannot be invalidated (unknown, other PD, not invalidatable). */
+	int (*invalidate)(void *ctx, uint32_t stag);
+	void (*event)(void *ctx, const struct iw_rdmap_event *ev);
+};
+
+struct iw_rdmap_conn_cfg {
+	bool crc;
+	bool markers_tx;
+	bool markers_rx;
+	uint32_t mulpdu;        /* largest ULPDU we send (iw_mpa_mulpdu) */
+	uint16_t max_ulpdu_rx;  /* largest ULPDU we accept (0 = 65535) */
+	uint16_t ird;           /* inbound reads we accept at once (<= mem.n_ird) */
+	uint16_t ord;           /* reads we issue at once (<= 128) */
+};
+
+/* Send queue slot. */
+struct iw_rdmap_sq_entry {
+	struct iw_rdmap_wr wr;
+	uint8_t state;
+	uint32_t placed; /* READ: response bytes placed */
+};
+
+/* Inbound Read Request slot. */
+struct iw_rdmap_ird_entry {
+	uint8_t raw[IW_RDMAP_READ_REQ_LEN];
+	struct iw_rdmap_read_req req;
+	uint8_t *src;
+	uint8_t state;
+};
+
+/* One FPDU handed to the transport and not yet acknowledged. */
+struct iw_rdmap_tx_slot {
+	uint8_t hdr[IW_DDP_TX_MAX_HDR];
+	struct iw_mpa_tx_fpdu fpdu;
+	uint32_t wire_len;
+	uint8_t done_kind; /* what finishing this FPDU completes */
+	uint16_t done_idx;
+};
+
+struct iw_rdmap_conn_mem {
+	struct iw_rdmap_sq_entry *sq;
+	uint32_t sq_depth;
+	struct iw_rdmap_ird_entry *ird;
+	uint32_t n_ird;
+	struct iw_rdmap_tx_slot *tx;
+	uint32_t n_tx; /* FPDUs in flight at most (>= 1) */
+};
+
+/* The message being cut into FPDUs. */
+struct iw_rdmap_tx_cur {
+	bool active;
+	uint8_t kind; /* SQ, read response, terminate */
+	uint16_t idx;
+	struct iw_ddp_tx_msg ddp;
+	struct iovec one; /* single-buffer payload (read response, terminate) */
+	uint8_t ext[IW_RDMAP_READ_REQ_LEN];
+};
+
+/* Receive-side state for the segment being processed. */
+struct iw_rdmap_rx_cur {
+	struct iw_ddp_segment seg;
+	uint8_t ulpdu_head[IW_MPA_RX_MAX_HDR]; /* the header, for a Terminate copy */
+	uint16_t hdr_len;
+	uint16_t ulpdu_len;
+	uint8_t opcode;
+	bool zero_len_ok; /* tagged segment that touches no memory */
+};
+
+enum iw_rdmap_conn_state {
+	IW_RDMAP_ST_RTS,         /* running */
+	IW_RDMAP_ST_TERMINATING, /* violation found; Terminate pending */
+	IW_RDMAP_ST_CLOSED,      /* Terminate sent or received, or flushed */
+};
+
+struct iw_rdmap_conn {
+	struct iw_rdmap_conn_cfg cfg;
+	struct iw_rdmap_conn_ops ops;
+	void *ctx;
+	struct iw_rdmap_conn_mem mem;
+	enum iw_rdmap_conn_state state;
+
+	/* transmit */
+	struct iw_mpa_tx mpa_tx;
+	/* Free-running counters; index = counter % size. */
+	uint32_t sq_head;                    /* oldest WR not yet completed */
+	uint32_t sq_next;                    /* next WR to transmit */
+	uint32_t sq_tail;                    /* next free slot */
+	uint32_t send_msn;                   /* next MSN on QN 0 */
+	uint32_t readreq_msn;                /* next MSN on QN 1 */
+	uint32_t reads_out;                  /* READs sent, awaiting responses */
+	uint16_t ord_ring[IW_RDMAP_MAX_IRD_ORD]; /* SQ indices of outstanding READs, oldest first */
+	uint32_t ord_head;
+	uint32_t ird_head;                   /* oldest inbound read held */
+	uint32_t ird_next;                   /* next one to answer */
+	uint32_t ird_tail;                   /* next free slot */
+	bool prefer_response;                /* alternate response / SQ messages */
+	struct iw_rdmap_tx_cur cur;
+	uint32_t tx_head, tx_count;          /* tx slots in flight */
+	uint32_t tx_pulled_unacked;          /* bytes handed out, not acked */
+	size_t tx_ack_partial;               /* bytes of the oldest slot already acked */
+	struct iw_rdmap_term term_out;
+	uint8_t term_buf[IW_RDMAP_TERM_MAX_LEN];
+	size_t term_len;
+	bool term_queued;  /* Terminate waiting for the next FPDU boundary */
+	bool term_started; /* Terminate built: nothing may follow it */
+
+	/* receive */
+	struct iw_mpa_rx mpa_rx;
+	struct iw_ddp_rx ddp_rx;
+	struct iw_rdmap_rx_cur rx;
+	uint8_t term_in_buf[IW_RDMAP_TERM_MAX_LEN + 64];
+	struct iovec rx_iov; /* untagged buffer handed to DDP for QN 1 / 2 */
+	struct iw_rdmap_term term_in;
+	struct iw_term_cause error;
+
+	/* statistics */
+	uint64_t fpdus_tx, fpdus_rx, bytes_placed;
+};
+
+/* Bytes of caller memory init needs for these sizes (for the owner's allocation). */
+size_t iw_rdmap_conn_mem_size(uint32_t sq_depth, uint32_t n_ird, uint32_t n_tx);
+
+/* Initialise with caller storage (zeroed by init). Returns 0 or -EINVAL. */
+int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *cfg,
+		       const struct iw_rdmap_conn_ops *ops, void *ctx,
+		       const struct iw_rdmap_conn_mem *mem);
+
+/* Post a work request (copied). 0, or -ENOSPC (send queue full), -EINVAL
+ * (bad SGE count or opcode), -EPIPE (stream no longer running). */
+int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr);
+
+/* Gather list of whole FPDUs ready to send: at most iov_cap iovecs and
+ * about max_bytes bytes (at least one FPDU if any is ready). Returns the
+ * number of iovecs (0: nothing to send now). The memory stays valid until
+ * acknowledged. Calls are cumulative: a second pull continues after the
+ * first. */
+int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, size_t max_bytes,
+		     size_t *bytes);
+
+/* The transport wrote n more bytes of what was pulled (in order). */
+void iw_rdmap_tx_ack(struct iw_rdmap_conn *c, size_t n);
+
+/* True when something could be pulled now. */
+bool iw_rdmap_tx_pending(const struct iw_rdmap_conn *c);
+
+/* Copy-mode receive. Returns bytes consumed (< len only once the stream
+ * has stopped). */
+size_t iw_rdmap_rx_feed(struct iw_rdmap_conn *c, const void *data, size_t len);
+
+/* Zero-copy receive: where the next bytes go (0 when the stream stopped). */
+int iw_rdmap_rx_prepare(struct iw_rdmap_conn *c, struct iovec *iov, int cap);
+void iw_rdmap_rx_commit(struct iw_rdmap_conn *c, size_t n);
+
+/* Report a violation detected outside the engine (e.g. the transport lost
+ * the stream): queue the Terminate and stop. */
+void iw_rdmap_fail(struct iw_rdmap_conn *c, struct iw_term_cause cause);
+
+/* Stop and report SQ_FLUSH for every WR not yet completed, in order. */
+void iw_rdmap_flush(struct iw_rdmap_conn *c);
+
+#endif
