@@ -107,7 +107,8 @@ static int ddp_untagged(void *ctx, uint32_t qn, uint32_t msn, const struct iovec
 			struct iw_term_cause *cause)
 {
 	struct iw_rdmap_conn *c = ctx;
-	(void)msn; /* DDP already checked it against the queue's expected MSN */
+	(void)msn;   /* DDP already checked it against the queue's expected MSN */
+	(void)cause; /* DDP's default, "no buffer", fits every refusal here */
 
 	switch (qn) {
 	case IW_DDP_QN_SEND:
@@ -119,9 +120,14 @@ static int ddp_untagged(void *ctx, uint32_t qn, uint32_t msn, const struct iovec
 			e = ird_at(c, c->ird_tail - 1); /* a later segment of the same request */
 		} else {
 			if (held >= c->cfg.ird) {
-				*cause = IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP,
-						       IW_ECODE_RDMAP_CATA_STREAM);
-				return -1;
+				/* Beyond IRD. Take the body anyway so our Terminate can
+				 * copy it; on_fpdu fails the stream. */
+				c->rx.ird_overflow = true;
+				c->rx_iov.iov_base = c->ird_overflow;
+				c->rx_iov.iov_len = sizeof(c->ird_overflow);
+				*sgl = &c->rx_iov;
+				*nsge = 1;
+				return 0;
 			}
 			e = ird_at(c, c->ird_tail++);
 			memset(e, 0, sizeof(*e));
@@ -208,6 +214,7 @@ static void on_header(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *ev)
 	struct iw_ddp_hdr h;
 	struct iw_term_cause cause;
 
+	c->rx.ird_overflow = false;
 	memcpy(c->rx.ulpdu_head, ev->hdr, ev->hdr_len);
 	c->rx.hdr_len = ev->hdr_len;
 	c->rx.ulpdu_len = ev->ulpdu_len;
@@ -230,6 +237,12 @@ static void on_header(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *ev)
 
 static void on_read_request(struct iw_rdmap_conn *c)
 {
+	if (c->rx.ird_overflow) {
+		memcpy(c->rx.ulpdu_head + c->rx.hdr_len, c->ird_overflow, IW_RDMAP_READ_REQ_LEN);
+		c->rx.hdr_len = (uint16_t)(c->rx.hdr_len + IW_RDMAP_READ_REQ_LEN);
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_CATA_STREAM));
+		return;
+	}
 	struct iw_rdmap_ird_entry *e = ird_at(c, c->ird_tail - 1);
 	struct iw_rdmap_read_req *r = &e->req;
 
@@ -587,8 +600,10 @@ int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, si
 		int ni = iw_mpa_tx_build(&c->mpa_tx, &slot->fpdu, slot->hdr, hdr_len, payload, np,
 					 iov + n_iov, iov_cap - n_iov);
 		if (ni < 0) {
-			c->cur.ddp = saved; /* no room in the caller's iov: retry next pull */
-			break;
+			c->cur.ddp = saved;
+			if (n_iov == 0)
+				return -ENOBUFS; /* not even one FPDU fits the caller's iov */
+			break; /* the rest goes in the next pull */
 		}
 		n_iov += ni;
 		slot->wire_len = slot->fpdu.wire_len;

@@ -171,11 +171,11 @@ struct iw_rdmap_tx_cur {
 /* Receive-side state for the segment being processed. */
 struct iw_rdmap_rx_cur {
 	struct iw_ddp_segment seg;
-	uint8_t ulpdu_head[IW_MPA_RX_MAX_HDR]; /* the header, for a Terminate copy */
+	uint8_t ulpdu_head[IW_MPA_RX_MAX_HDR + IW_RDMAP_READ_REQ_LEN]; /* for a Terminate copy */
 	uint16_t hdr_len;
 	uint16_t ulpdu_len;
 	uint8_t opcode;
-	bool zero_len_ok; /* tagged segment that touches no memory */
+	bool ird_overflow; /* a Read Request beyond IRD is being received */
 };
 
 enum iw_rdmap_conn_state {
@@ -222,6 +222,7 @@ struct iw_rdmap_conn {
 	struct iw_rdmap_rx_cur rx;
 	uint8_t term_in_buf[IW_RDMAP_TERM_MAX_LEN + 64];
 	struct iovec rx_iov; /* untagged buffer handed to DDP for QN 1 / 2 */
+	uint8_t ird_overflow[IW_RDMAP_READ_REQ_LEN];
 	struct iw_rdmap_term term_in;
 	struct iw_term_cause error;
 
@@ -243,7 +244,8 @@ int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr);
 
 /* Gather list of whole FPDUs ready to send: at most iov_cap iovecs and
  * about max_bytes bytes (at least one FPDU if any is ready). Returns the
- * number of iovecs (0: nothing to send now). The memory stays valid until
+ * number of iovecs (0: nothing to send now), or -ENOBUFS when iov_cap
+ * cannot hold even one FPDU (with markers, up to ~300 iovecs). The memory stays valid until
  * acknowledged. Calls are cumulative: a second pull continues after the
  * first. */
 int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, size_t max_bytes,

@@ -1,0 +1,114 @@
+/* libiwarp connection manager, shaped like librdmacm.
+ *
+ * A CM id is a listening or connecting endpoint. Events (connect request,
+ * established, rejected, disconnected, errors) arrive on a CM channel,
+ * whose fd is pollable. The MPA handshake (RFC 5044 / 6581) runs inside:
+ * private data (RFC limit 512 bytes; the Linux siw peer takes at most 251
+ * of application data, keep to that when talking to siw), CRC policy,
+ * markers, IRD/ORD and optional peer-to-peer RTR are negotiated there.
+ *
+ * Flow, passive side: create id, iw_cm_listen(); on IW_CM_EVENT_CONNECT_
+ * REQUEST the event carries a new id: create a QP, iw_cm_accept(new id,
+ * qp) or iw_cm_reject(); IW_CM_EVENT_ESTABLISHED follows.
+ * Active side: create id, create a QP, iw_cm_connect(id, qp, addr);
+ * IW_CM_EVENT_ESTABLISHED, IW_CM_EVENT_REJECTED or an error follows.
+ * Either side: iw_cm_disconnect(); both get IW_CM_EVENT_DISCONNECTED and
+ * the QP's outstanding work requests are flushed. */
+#ifndef IWARP_CM_H
+#define IWARP_CM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <iwarp/verbs.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct iw_cm_channel;
+struct iw_cm_id;
+
+enum iw_crc_policy {
+	IW_CRC_ON = 0,       /* default: ask for CRC */
+	IW_CRC_OFF = 1,      /* do not ask; accept it if the peer asks */
+	IW_CRC_REQUIRED = 2, /* refuse connections without CRC */
+};
+
+enum iw_rtr_type {
+	IW_RTR_NONE = 0,
+	IW_RTR_SEND = 1,
+	IW_RTR_WRITE = 2,
+	IW_RTR_READ = 4,
+};
+
+#define IW_CM_PRIVATE_DATA_MAX 512 /* RFC 5044, including RFC 6581's 4 bytes */
+
+struct iw_conn_param {
+	const void *private_data;
+	uint16_t private_data_len; /* <= 508 with MPA revision 2 */
+	uint16_t ird;             /* inbound RDMA READs we accept (default 16, max 128) */
+	uint16_t ord;             /* RDMA READs we issue at once (default 16, max 128) */
+	enum iw_crc_policy crc;
+	bool markers;             /* ask the peer to insert markers */
+	bool p2p;                 /* RFC 6581 peer-to-peer mode */
+	uint8_t rtr_types;        /* IW_RTR_* we support (p2p) */
+	uint8_t mpa_rev;          /* 0 (= 2) or 1 */
+	/* Largest FPDU payload+header (ULPDU) we send; 0 follows the TCP MSS
+	 * like siw. Values above the MSS are for peers that are ours. */
+	uint32_t max_ulpdu;
+	int timeout_ms;           /* MPA exchange timeout, default 10000 */
+};
+
+enum iw_cm_event_type {
+	IW_CM_EVENT_CONNECT_REQUEST = 1,
+	IW_CM_EVENT_ESTABLISHED,
+	IW_CM_EVENT_REJECTED,
+	IW_CM_EVENT_DISCONNECTED,
+	IW_CM_EVENT_CONNECT_ERROR, /* TCP or MPA failure; status says why */
+	IW_CM_EVENT_TIMEWAIT_EXIT,
+};
+
+struct iw_cm_event {
+	enum iw_cm_event_type type;
+	struct iw_cm_id *id;        /* CONNECT_REQUEST: the new id to accept/reject */
+	struct iw_cm_id *listen_id; /* CONNECT_REQUEST: the listening id */
+	int status;                 /* 0 or a negative errno */
+	/* What the peer sent (CONNECT_REQUEST, ESTABLISHED, REJECTED). Valid
+	 * until the event is acked. */
+	const void *private_data;
+	uint16_t private_data_len;
+	uint16_t ird, ord;          /* the peer's (request) or the agreed (established) */
+	bool crc, markers_tx, markers_rx;
+	uint8_t mpa_rev;
+};
+
+int iw_cm_create_channel(struct iw_context *ctx, struct iw_cm_channel **out);
+int iw_cm_destroy_channel(struct iw_cm_channel *ch); /* -EBUSY while ids exist */
+int iw_cm_channel_fd(const struct iw_cm_channel *ch);
+/* Next event, non-blocking (-EAGAIN when none). Ack each event. */
+int iw_cm_get_event(struct iw_cm_channel *ch, struct iw_cm_event **ev);
+void iw_cm_ack_event(struct iw_cm_event *ev);
+
+int iw_cm_create_id(struct iw_cm_channel *ch, void *context, struct iw_cm_id **out);
+int iw_cm_destroy_id(struct iw_cm_id *id);
+void *iw_cm_id_context(const struct iw_cm_id *id);
+void iw_cm_id_set_context(struct iw_cm_id *id, void *context);
+
+/* IPv4 or IPv6. backlog bounds connections waiting in the MPA exchange. */
+int iw_cm_listen(struct iw_cm_id *id, const struct sockaddr *addr, int backlog);
+/* The bound address (after listen with port 0). */
+int iw_cm_local_addr(const struct iw_cm_id *id, struct sockaddr_storage *out);
+int iw_cm_peer_addr(const struct iw_cm_id *id, struct sockaddr_storage *out);
+
+int iw_cm_connect(struct iw_cm_id *id, struct iw_qp *qp, const struct sockaddr *dst,
+		  const struct iw_conn_param *param);
+int iw_cm_accept(struct iw_cm_id *id, struct iw_qp *qp, const struct iw_conn_param *param);
+int iw_cm_reject(struct iw_cm_id *id, const void *private_data, uint16_t len);
+int iw_cm_disconnect(struct iw_cm_id *id);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

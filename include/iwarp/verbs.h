@@ -1,0 +1,266 @@
+/* libiwarp verbs: RDMA objects and data-path calls, shaped like libibverbs.
+ *
+ * Objects: a context (one progress engine), protection domains, memory
+ * regions (STag = 24-bit index | 8-bit key; the key comes from getrandom()
+ * and changes on every re-registration), completion queues with optional
+ * completion channels (an fd for poll/epoll), shared receive queues, and
+ * reliable-connected queue pairs. Connections are made with the connection
+ * manager (iwarp/cm.h).
+ *
+ * Errors: functions returning int give 0 or a negative errno value
+ * (-EINVAL bad argument, -ENOMEM, -EBUSY object in use, -ENOSPC queue
+ * full, -EPIPE QP not connected / in error, -EMSGSIZE too long, ...).
+ *
+ * Progress: nothing happens on the wire unless the context progresses.
+ * Either call iw_progress() (e.g. when iw_context_fd() polls readable;
+ * the fd can go into the application's own epoll set), or create the
+ * context with IW_CTX_PROGRESS_THREAD and an internal thread does it.
+ *
+ * Threads: every call is thread-safe; calls on objects of one context are
+ * serialized by that context's lock (the data path holds it for a few
+ * hundred nanoseconds per call). Use one context per thread for
+ * independent scaling. Callbacks are not used: completions arrive through
+ * CQs, connection events through CM channels. */
+#ifndef IWARP_VERBS_H
+#define IWARP_VERBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <iwarp/term.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct iw_context;
+struct iw_pd;
+struct iw_mr;
+struct iw_cq;
+struct iw_comp_channel;
+struct iw_srq;
+struct iw_qp;
+
+/* ------------------------------------------------------------------ */
+/* Context and progress                                                */
+
+enum iw_context_flags {
+	IW_CTX_PROGRESS_THREAD = 1, /* run an internal progress thread */
+};
+
+struct iw_context_attr {
+	unsigned flags;
+	/* Write every connection's traffic to this pcap file (Ethernet/IP/TCP
+	 * framing that Wireshark/tshark decode). NULL: the environment
+	 * variable IWARP_TRACE, if set, names the file; else no tracing. */
+	const char *trace_path;
+	/* Limits; 0 takes the default shown. */
+	uint32_t max_qp; /* 4096 */
+	uint32_t max_mr; /* 65536 */
+};
+
+int iw_context_create(const struct iw_context_attr *attr, struct iw_context **out);
+/* Fails with -EBUSY while objects (PDs, CQs, channels, CM ids) exist. */
+int iw_context_destroy(struct iw_context *ctx);
+
+/* A pollable fd: readable when iw_progress() has work to do. */
+int iw_context_fd(struct iw_context *ctx);
+
+/* Do pending work: socket I/O, connection management, completions. Waits
+ * up to timeout_ms (0: do not wait, -1: until something happens).
+ * Returns the number of events handled (>= 0) or a negative errno. */
+int iw_progress(struct iw_context *ctx, int timeout_ms);
+
+/* ------------------------------------------------------------------ */
+/* Protection domains and memory regions                               */
+
+int iw_alloc_pd(struct iw_context *ctx, struct iw_pd **out);
+int iw_dealloc_pd(struct iw_pd *pd); /* -EBUSY while MRs, QPs or SRQs use it */
+
+enum iw_access {
+	IW_ACCESS_LOCAL_WRITE = 1,
+	IW_ACCESS_REMOTE_WRITE = 2, /* requires LOCAL_WRITE */
+	IW_ACCESS_REMOTE_READ = 4,
+};
+
+int iw_reg_mr(struct iw_pd *pd, void *addr, size_t length, unsigned access, struct iw_mr **out);
+/* New address/length/access and a new key: the old STag stops matching. */
+int iw_rereg_mr(struct iw_mr *mr, void *addr, size_t length, unsigned access);
+/* -EBUSY while a posted work request references the region. */
+int iw_dereg_mr(struct iw_mr *mr);
+
+/* The region's STag, used as both lkey and rkey; the region's TO space is
+ * its virtual address (like siw): remote_addr = (uintptr_t)addr + offset. */
+uint32_t iw_mr_stag(const struct iw_mr *mr);
+void *iw_mr_addr(const struct iw_mr *mr);
+size_t iw_mr_length(const struct iw_mr *mr);
+
+/* ------------------------------------------------------------------ */
+/* Completion queues                                                   */
+
+enum iw_wc_status {
+	IW_WC_SUCCESS = 0,
+	IW_WC_LOC_LEN_ERR,      /* receive buffer too small (our side) */
+	IW_WC_LOC_PROT_ERR,     /* local STag / bounds / rights problem */
+	IW_WC_LOC_QP_OP_ERR,    /* our side detected a protocol violation */
+	IW_WC_WR_FLUSH_ERR,     /* QP went to error or was disconnected */
+	IW_WC_REM_ACCESS_ERR,   /* the peer refused: protection error */
+	IW_WC_REM_OP_ERR,       /* the peer refused: operation error */
+	IW_WC_REM_INV_REQ_ERR,  /* the peer refused: invalid request */
+	IW_WC_FATAL_ERR,        /* connection lost */
+};
+
+enum iw_wc_opcode {
+	IW_WC_SEND,
+	IW_WC_RDMA_WRITE,
+	IW_WC_RDMA_READ,
+	IW_WC_RECV,
+};
+
+enum iw_wc_flags {
+	IW_WC_WITH_INV = 1,   /* RECV: the sender invalidated wc.invalidated_stag */
+	IW_WC_SOLICITED = 2,  /* RECV: Send with Solicited Event */
+};
+
+struct iw_wc {
+	uint64_t wr_id;
+	enum iw_wc_status status;
+	enum iw_wc_opcode opcode;
+	uint32_t byte_len;
+	unsigned flags;
+	uint32_t invalidated_stag;
+	struct iw_qp *qp;
+	/* For error statuses caused by a Terminate (sent or received): the
+	 * RFC cause; otherwise zero. */
+	struct iw_term_cause cause;
+};
+
+int iw_create_comp_channel(struct iw_context *ctx, struct iw_comp_channel **out);
+int iw_destroy_comp_channel(struct iw_comp_channel *ch); /* -EBUSY while CQs use it */
+int iw_comp_channel_fd(const struct iw_comp_channel *ch);
+/* Next CQ that fired (after iw_req_notify_cq). Non-blocking: -EAGAIN if none. */
+int iw_get_cq_event(struct iw_comp_channel *ch, struct iw_cq **cq);
+
+int iw_create_cq(struct iw_context *ctx, int cqe, struct iw_comp_channel *ch, struct iw_cq **out);
+int iw_destroy_cq(struct iw_cq *cq); /* -EBUSY while QPs use it */
+/* Up to n completions into wc; returns how many (>= 0). */
+int iw_poll_cq(struct iw_cq *cq, int n, struct iw_wc *wc);
+/* Arm: the channel fires on the next completion (solicited_only: on the
+ * next solicited receive or error). */
+int iw_req_notify_cq(struct iw_cq *cq, bool solicited_only);
+
+/* ------------------------------------------------------------------ */
+/* Work requests                                                       */
+
+struct iw_sge {
+	uint64_t addr;   /* virtual address inside the region */
+	uint32_t length;
+	uint32_t lkey;   /* the region's STag (ignored for inline data) */
+};
+
+enum iw_wr_opcode {
+	IW_WR_SEND,
+	IW_WR_SEND_WITH_SE,
+	IW_WR_SEND_WITH_INV,
+	IW_WR_SEND_WITH_SE_INV,
+	IW_WR_RDMA_WRITE,
+	IW_WR_RDMA_READ,
+};
+
+enum iw_send_flags {
+	IW_SEND_SIGNALED = 1, /* completion even when the QP is not sq_sig_all */
+	IW_SEND_INLINE = 2,   /* copy the data at post time; lkeys ignored */
+	IW_SEND_FENCE = 4,    /* wait for earlier RDMA READs to complete */
+	IW_SEND_SOLICITED = 8, /* alias: turns SEND into SEND_WITH_SE */
+};
+
+struct iw_send_wr {
+	uint64_t wr_id;
+	struct iw_send_wr *next;
+	struct iw_sge *sg_list;
+	int num_sge;
+	enum iw_wr_opcode opcode;
+	unsigned send_flags;
+	uint64_t remote_addr; /* RDMA WRITE / READ */
+	uint32_t rkey;
+	uint32_t invalidate_rkey; /* SEND_WITH_INV */
+};
+
+struct iw_recv_wr {
+	uint64_t wr_id;
+	struct iw_recv_wr *next;
+	struct iw_sge *sg_list;
+	int num_sge;
+};
+
+/* ------------------------------------------------------------------ */
+/* Shared receive queues                                               */
+
+struct iw_srq_init_attr {
+	uint32_t max_wr;
+	uint32_t max_sge;
+};
+
+int iw_create_srq(struct iw_pd *pd, const struct iw_srq_init_attr *attr, struct iw_srq **out);
+int iw_destroy_srq(struct iw_srq *srq); /* -EBUSY while QPs use it */
+int iw_post_srq_recv(struct iw_srq *srq, struct iw_recv_wr *wr, struct iw_recv_wr **bad_wr);
+
+/* ------------------------------------------------------------------ */
+/* Queue pairs                                                         */
+
+struct iw_qp_cap {
+	uint32_t max_send_wr;     /* default 128 */
+	uint32_t max_recv_wr;     /* default 128 */
+	uint32_t max_send_sge;    /* default 4, at most 16 */
+	uint32_t max_recv_sge;    /* default 4, at most 32 */
+	uint32_t max_inline_data; /* default 64, at most 4096 */
+};
+
+struct iw_qp_init_attr {
+	struct iw_cq *send_cq;
+	struct iw_cq *recv_cq;
+	struct iw_srq *srq; /* receives come from here instead of the QP */
+	struct iw_qp_cap cap;
+	bool sq_sig_all;    /* every send WR completes, signaled or not */
+	void *qp_context;
+};
+
+enum iw_qp_state {
+	IW_QPS_INIT,  /* created, not connected */
+	IW_QPS_RTS,   /* connected */
+	IW_QPS_ERROR, /* protocol error or connection lost; WRs flushed */
+	IW_QPS_CLOSED,
+};
+
+int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw_qp **out);
+/* Also closes the connection (abortively if still connected) and
+ * flushes what is outstanding. */
+int iw_destroy_qp(struct iw_qp *qp);
+
+enum iw_qp_state iw_qp_state(const struct iw_qp *qp);
+void *iw_qp_context(const struct iw_qp *qp);
+/* The cause that stopped the QP (zero while healthy). */
+struct iw_term_cause iw_qp_error(const struct iw_qp *qp);
+
+/* Receive WRs may be posted before the connection is established; send
+ * WRs need an established connection (-EPIPE otherwise). On the first
+ * failing WR *bad_wr points at it and nothing from it onwards is posted. */
+int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **bad_wr);
+int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_recv_wr **bad_wr);
+
+/* Per-QP counters (for tools and tests). */
+struct iw_qp_stats {
+	uint64_t fpdus_tx, fpdus_rx;
+	uint64_t bytes_tx, bytes_rx;  /* wire bytes */
+	uint64_t bytes_placed;        /* payload placed */
+	uint64_t tx_syscalls, rx_syscalls;
+};
+void iw_qp_get_stats(const struct iw_qp *qp, struct iw_qp_stats *st);
+
+const char *iw_wc_status_str(enum iw_wc_status s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,227 @@
+/* FPDU transmit builder: a gather list around the caller's header and
+ * payload, with ULPDU_LENGTH, markers, pad and CRC in per-FPDU scratch.
+ *
+ * Wire layout rules (see mpa_tx.h): markers sit at stream offsets that are
+ * multiples of 512; the CRC covers every FPDU byte in stream order except
+ * the CRC field itself (so markers before the CRC are covered). Because
+ * FPDUs start 4-aligned and markers are 4 bytes, a marker never splits the
+ * length field or the CRC; the code does not rely on that. */
+#include "mpa_tx.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "iw_bytes.h"
+
+#define MARKER_MASK (IW_MPA_MARKER_INTERVAL - 1u)
+
+void iw_mpa_tx_init(struct iw_mpa_tx *tx, bool crc, bool markers)
+{
+	tx->crc = crc;
+	tx->markers = markers;
+	tx->stream_off = 0;
+}
+
+size_t iw_mpa_mulpdu(size_t emss, bool markers)
+{
+	size_t m;
+
+	if (emss < 64)
+		return 0;
+	/* RFC 5044 sec. 4.1: the FPDU must be a multiple of 4 and fit emss;
+	 * with markers assume the most markers a window of emss can hold. */
+	m = emss - (IW_MPA_LEN_FIELD + IW_MPA_CRC_LEN) - (emss & 3u);
+	if (markers)
+		m -= IW_MPA_MARKER_LEN *
+		     ((emss + IW_MPA_MARKER_INTERVAL - 1) / IW_MPA_MARKER_INTERVAL);
+	return m > IW_MPA_ULPDU_MAX ? IW_MPA_ULPDU_MAX : m;
+}
+
+/* Bytes of an FPDU without markers (the pad depends on ulpdu_len mod 4). */
+static size_t content_len(size_t ulpdu_len)
+{
+	return IW_MPA_LEN_FIELD + ulpdu_len + iw_mpa_pad_len((unsigned)(ulpdu_len & 3u)) +
+	       IW_MPA_CRC_LEN;
+}
+
+size_t iw_mpa_tx_wire_len(const struct iw_mpa_tx *tx, size_t ulpdu_len)
+{
+	size_t rem = content_len(ulpdu_len);
+	size_t wire = rem;
+	uint32_t pos = tx->stream_off;
+
+	if (!tx->markers)
+		return wire;
+	/* A marker goes in wherever a 512 boundary is reached with FPDU bytes
+	 * still to send (one at the very end belongs to the next FPDU). */
+	while (rem) {
+		size_t run;
+
+		if ((pos & MARKER_MASK) == 0) {
+			pos += IW_MPA_MARKER_LEN;
+			wire += IW_MPA_MARKER_LEN;
+			continue;
+		}
+		run = IW_MPA_MARKER_INTERVAL - (pos & MARKER_MASK);
+		if (run > rem)
+			run = rem;
+		pos += (uint32_t)run;
+		rem -= run;
+	}
+	return wire;
+}
+
+/* One walk over the FPDU in stream order. With iov == NULL it only counts
+ * iovecs (nothing is written anywhere); otherwise it fills iov, the
+ * markers and the running CRC. Adjacent pieces that are contiguous in
+ * memory share one iovec. */
+struct tx_walk {
+	struct iw_mpa_tx_fpdu *f;
+	struct iovec *iov;
+	int n;
+	const uint8_t *end; /* end of the last iovec, for merging */
+	uint32_t start;
+	uint32_t pos;
+	uint16_t n_markers;
+	bool markers;
+	bool crc;
+	uint32_t crc_state;
+};
+
+static void emit(struct tx_walk *w, const uint8_t *p, size_t len)
+{
+	if (w->n > 0 && p == w->end) {
+		if (w->iov)
+			w->iov[w->n - 1].iov_len += len;
+	} else {
+		if (w->iov) {
+			w->iov[w->n].iov_base = (void *)(uintptr_t)p;
+			w->iov[w->n].iov_len = len;
+		}
+		w->n++;
+	}
+	w->end = p + len;
+}
+
+static int walk_seg(struct tx_walk *w, const uint8_t *p, size_t len, bool crc_field)
+{
+	const uint8_t *seg = p;
+
+	while (len) {
+		size_t run = len;
+
+		if (w->markers) {
+			uint32_t in = w->pos & MARKER_MASK;
+
+			if (in == 0) {
+				uint8_t *mk;
+
+				if (w->n_markers == IW_MPA_TX_MAX_MARKERS)
+					return -EINVAL;
+				mk = w->f->markers[w->n_markers++];
+				if (w->iov) {
+					mk[0] = 0;
+					mk[1] = 0;
+					/* 16-bit field: a marker beyond 64 KiB into a
+					 * (non-RFC-sized) FPDU wraps. */
+					iw_put_be16(mk + 2, (uint16_t)(w->pos - w->start));
+					/* A marker inside the CRC field is not covered. */
+					if (w->crc && !(crc_field && p != seg))
+						w->crc_state = iw_crc32c_update(w->crc_state, mk,
+						                                IW_MPA_MARKER_LEN);
+				}
+				emit(w, mk, IW_MPA_MARKER_LEN);
+				w->pos += IW_MPA_MARKER_LEN;
+				continue;
+			}
+			if (run > IW_MPA_MARKER_INTERVAL - in)
+				run = IW_MPA_MARKER_INTERVAL - in;
+		}
+		if (w->iov && w->crc && !crc_field)
+			w->crc_state = iw_crc32c_update(w->crc_state, p, run);
+		emit(w, p, run);
+		p += run;
+		len -= run;
+		w->pos += (uint32_t)run;
+	}
+	return 0;
+}
+
+static int walk(struct tx_walk *w, const void *hdr, size_t hdr_len, const struct iovec *payload,
+                int npayload, unsigned pad)
+{
+	int rc = walk_seg(w, w->f->len_be, IW_MPA_LEN_FIELD, false);
+
+	if (!rc && hdr_len)
+		rc = walk_seg(w, hdr, hdr_len, false);
+	for (int i = 0; !rc && i < npayload; i++)
+		if (payload[i].iov_len)
+			rc = walk_seg(w, payload[i].iov_base, payload[i].iov_len, false);
+	if (!rc)
+		rc = walk_seg(w, w->f->trailer, pad, false);
+	if (!rc)
+		rc = walk_seg(w, w->f->trailer + pad, IW_MPA_CRC_LEN, true);
+	return rc;
+}
+
+int iw_mpa_tx_build(struct iw_mpa_tx *tx, struct iw_mpa_tx_fpdu *fpdu, const void *hdr,
+                    size_t hdr_len, const struct iovec *payload, int npayload, struct iovec *iov,
+                    int iov_cap)
+{
+	struct tx_walk w;
+	size_t ulpdu_len = hdr_len;
+	unsigned pad;
+	long long worst;
+	int rc;
+
+	if (!tx || !fpdu || (!hdr && hdr_len) || npayload < 0 || (!payload && npayload) ||
+	    iov_cap < 0 || (!iov && iov_cap))
+		return -EINVAL;
+	if (hdr_len > IW_MPA_ULPDU_MAX)
+		return -EMSGSIZE;
+	for (int i = 0; i < npayload; i++) {
+		if (!payload[i].iov_base && payload[i].iov_len)
+			return -EINVAL;
+		if (payload[i].iov_len > IW_MPA_ULPDU_MAX - ulpdu_len)
+			return -EMSGSIZE;
+		ulpdu_len += payload[i].iov_len;
+	}
+	pad = iw_mpa_pad_len((unsigned)ulpdu_len);
+
+	memset(&w, 0, sizeof(w));
+	w.f = fpdu;
+	w.start = tx->stream_off;
+	w.pos = tx->stream_off;
+	w.markers = tx->markers;
+
+	/* Count first (no side effects) unless iov_cap covers the worst case. */
+	worst = tx->markers ? 2LL * (npayload + 2) + 2LL * IW_MPA_TX_MAX_MARKERS : npayload + 3LL;
+	if (iov_cap < worst) {
+		rc = walk(&w, hdr, hdr_len, payload, npayload, pad);
+		if (rc)
+			return rc;
+		if (w.n > iov_cap)
+			return -ENOBUFS;
+		w.n = 0;
+		w.end = NULL;
+		w.pos = tx->stream_off;
+		w.n_markers = 0;
+	}
+
+	iw_put_be16(fpdu->len_be, (uint16_t)ulpdu_len);
+	memset(fpdu->trailer, 0, sizeof(fpdu->trailer));
+	w.iov = iov;
+	w.crc = tx->crc;
+	w.crc_state = iw_crc32c_init();
+	rc = walk(&w, hdr, hdr_len, payload, npayload, pad);
+	if (rc)
+		return rc;
+	if (tx->crc)
+		iw_crc32c_put_wire(fpdu->trailer + pad, iw_crc32c_final(w.crc_state));
+	fpdu->n_markers = w.n_markers;
+	fpdu->wire_len = w.pos - w.start;
+	tx->stream_off = w.pos;
+	return w.n;
+}

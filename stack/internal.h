@@ -1,0 +1,244 @@
+/* Internal object layouts and the interfaces between the stack's parts:
+ *   ctx.c        context, lock, epoll watches, timers, progress, thread
+ *   pd_mr.c      protection domains, memory regions, the STag table
+ *   cq.c         completion queues and channels
+ *   srq.c        shared receive queues
+ *   qp.c         queue pairs: verbs WRs <-> the RDMAP engine, completions
+ *   transport.h  what a transport implements (tcp_transport.c: kernel TCP)
+ *   cm.c         connection manager: listen/connect, MPA handshake
+ *   trace.c      pcap tracing of live connections
+ * Locking: one mutex per context guards every object of that context.
+ * Public entry points take it; callbacks from the progress loop run with
+ * it held. Internal functions below assume it is held. */
+#ifndef IW_STACK_INTERNAL_H
+#define IW_STACK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <iwarp/cm.h>
+#include <iwarp/verbs.h>
+
+#include "../rdmap/rdmap_conn.h"
+
+/* ------------------------------------------------------------------ */
+/* Context                                                             */
+
+/* An fd the progress loop watches; embed it in the owning object. */
+struct iw_watch {
+	int fd;
+	uint32_t events; /* EPOLLIN / EPOLLOUT ... currently registered */
+	void (*cb)(struct iw_watch *w, uint32_t revents);
+};
+
+/* A one-shot timer; embed it in the owning object. */
+struct iw_timer {
+	uint64_t deadline_ms; /* CLOCK_MONOTONIC milliseconds */
+	bool armed;
+	void (*cb)(struct iw_timer *t);
+	struct iw_timer *next;
+};
+
+struct iw_trace;
+
+struct iw_context {
+	pthread_mutex_t lock;
+	int epfd;
+	int wake_fd; /* eventfd: wakes iw_progress for deferred work */
+	bool thread_on;
+	bool thread_stop;
+	pthread_t thread;
+	uint32_t max_qp, max_mr;
+	uint32_t n_pd, n_cq, n_chan, n_cm_chan, n_qp, n_mr;
+	/* STag table: index = stag >> 8; slot 0 unused. */
+	struct iw_mr **mr_table;
+	uint32_t mr_cap;
+	uint32_t mr_free; /* head of the free-index list (0 = none), linked through mr_next_free */
+	uint32_t *mr_next_free;
+	struct iw_timer *timers; /* sorted by deadline */
+	struct iw_trace *trace;  /* NULL: not tracing */
+	/* QPs with deferred work (completions to flush into CQs, kicks). */
+	struct iw_qp *deferred;
+};
+
+uint64_t iw_now_ms(void);
+void iw_ctx_lock(struct iw_context *ctx);
+void iw_ctx_unlock(struct iw_context *ctx);
+int iw_ctx_watch_add(struct iw_context *ctx, struct iw_watch *w, uint32_t events);
+int iw_ctx_watch_mod(struct iw_context *ctx, struct iw_watch *w, uint32_t events);
+void iw_ctx_watch_del(struct iw_context *ctx, struct iw_watch *w);
+void iw_ctx_timer_arm(struct iw_context *ctx, struct iw_timer *t, uint64_t delay_ms);
+void iw_ctx_timer_cancel(struct iw_context *ctx, struct iw_timer *t);
+/* Make the next iw_progress() run soon (e.g. a QP has work to kick). */
+void iw_ctx_wake(struct iw_context *ctx);
+
+/* ------------------------------------------------------------------ */
+/* Protection domains and memory regions                               */
+
+struct iw_pd {
+	struct iw_context *ctx;
+	uint32_t handle; /* unique per context, never reused while alive */
+	uint32_t n_users; /* MRs, QPs, SRQs */
+};
+
+struct iw_mr {
+	struct iw_pd *pd;
+	uint32_t stag; /* index << 8 | key */
+	uint8_t *addr;
+	size_t length;
+	unsigned access;
+	bool valid;      /* false after an invalidation */
+	uint32_t in_use; /* posted WRs referencing it */
+};
+
+/* Look an STag up for placement or local use. Checks the key, validity,
+ * the PD, bounds (64-bit overflow safe) and the access rights (each
+ * IW_RDMAP_ACC_* bit maps to the IW_ACCESS_* right; LOCAL_WRITE for local
+ * sinks). For len == 0 only existence, key and PD are checked. */
+enum iw_stag_status iw_mr_lookup(struct iw_context *ctx, struct iw_pd *pd, uint32_t stag, uint64_t to,
+				 size_t len, unsigned rdmap_access, struct iw_mr **mr, uint8_t **addr);
+/* Invalidate for a peer's Send with Invalidate: 0, or -1 if the STag is
+ * unknown, of another PD, or already invalid. */
+int iw_mr_invalidate(struct iw_context *ctx, struct iw_pd *pd, uint32_t stag);
+
+/* ------------------------------------------------------------------ */
+/* Completion queues                                                   */
+
+struct iw_comp_channel {
+	struct iw_context *ctx;
+	int fd; /* eventfd, readable when a CQ fired */
+	uint32_t n_cq;
+	struct iw_cq *fired_head, *fired_tail; /* CQs that fired, FIFO */
+};
+
+struct iw_cq {
+	struct iw_context *ctx;
+	struct iw_comp_channel *ch;
+	struct iw_wc *ring;
+	uint32_t cap, head, count;
+	uint32_t n_qp;
+	bool armed, solicited_only, fired_queued;
+	struct iw_cq *fired_next;
+	bool overflow; /* a completion was lost: reported as IW_WC_FATAL_ERR */
+};
+
+/* Add one completion; fires the channel when armed. Returns -ENOSPC on
+ * overflow (the CQ is then marked overflowed). */
+int iw_cq_push(struct iw_cq *cq, const struct iw_wc *wc);
+
+/* ------------------------------------------------------------------ */
+/* Receive queues (the QP's own, or an SRQ)                            */
+
+struct iw_rq_entry {
+	uint64_t wr_id;
+	int nsge;
+	struct iovec sgl[IW_DDP_MAX_SGE];
+	struct iw_mr *mr[IW_DDP_MAX_SGE]; /* referenced regions (in_use held) */
+};
+
+struct iw_rq {
+	struct iw_rq_entry *ring;
+	uint32_t cap, head, count, max_sge;
+};
+
+struct iw_srq {
+	struct iw_context *ctx;
+	struct iw_pd *pd;
+	struct iw_rq rq;
+	uint32_t n_qp;
+};
+
+/* ------------------------------------------------------------------ */
+/* Queue pairs                                                         */
+
+struct iw_transport;
+
+/* Per send-queue slot bookkeeping next to the engine's WR copy. */
+struct iw_sq_meta {
+	uint64_t wr_id;
+	enum iw_wc_opcode opcode;
+	bool signaled;
+	int nmr;
+	struct iw_mr *mr[IW_RDMAP_MAX_SGE]; /* referenced regions (in_use held) */
+	uint8_t *inline_buf;                /* max_inline_data bytes, or NULL */
+};
+
+/* What the connection manager negotiated, handed to the QP at connect. */
+struct iw_qp_conn_params {
+	bool crc;
+	bool markers_tx, markers_rx;
+	uint16_t ird, ord;
+	uint32_t mulpdu;       /* largest ULPDU we send */
+	uint16_t max_ulpdu_rx; /* largest we accept (0: 65535) */
+};
+
+struct iw_qp {
+	struct iw_context *ctx;
+	struct iw_pd *pd;
+	struct iw_cq *scq, *rcq;
+	struct iw_srq *srq;
+	struct iw_rq rq; /* unused with an SRQ */
+	struct iw_qp_cap cap;
+	bool sq_sig_all;
+	void *user_context;
+	enum iw_qp_state state;
+	struct iw_term_cause error;
+
+	/* The protocol engine and its storage (sized at create / connect). */
+	struct iw_rdmap_conn conn;
+	struct iw_rdmap_sq_entry *sq;
+	struct iw_sq_meta *sq_meta; /* indexed like the engine's SQ */
+	uint32_t sq_posted;         /* free-running: meta index = sq_posted % max_send_wr */
+	struct iw_rdmap_ird_entry *ird;
+	struct iw_rdmap_tx_slot *tx;
+	uint32_t n_tx;
+	struct iw_rq_entry *rx_cur; /* receive being filled (own RQ or SRQ) */
+
+	struct iw_transport *transport;
+	struct iw_cm_id *cm_id;
+	struct iw_qp_stats stats;
+	struct iw_qp *deferred_next;
+	bool deferred;
+};
+
+/* The CM established the connection: size and start the engine. */
+int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, struct iw_transport *t);
+/* The transport lost the stream (peer FIN, RST, error). err 0: graceful.
+ * The QP goes to ERROR/CLOSED and flushes everything outstanding. */
+void iw_qp_transport_closed(struct iw_qp *qp, int err);
+/* The CM disconnects: graceful close after pending sends, then flush. */
+void iw_qp_disconnect(struct iw_qp *qp);
+
+/* ------------------------------------------------------------------ */
+/* Transports                                                          */
+
+struct iw_transport_ops {
+	/* The QP's engine may have FPDUs to send: write when possible. */
+	void (*kick)(struct iw_transport *t);
+	/* Close: graceful (FIN after queued bytes) or abortive (RST). */
+	void (*shutdown)(struct iw_transport *t, bool abortive);
+	void (*destroy)(struct iw_transport *t);
+};
+
+struct iw_transport {
+	const struct iw_transport_ops *ops;
+	struct iw_qp *qp;
+};
+
+/* ------------------------------------------------------------------ */
+/* Tracing                                                             */
+
+/* Open the context's trace (pcap). Connection handles number flows. */
+int iw_trace_open(struct iw_context *ctx, const char *path);
+void iw_trace_close(struct iw_context *ctx);
+/* A traced connection between two socket addresses; 0 when not tracing. */
+uint32_t iw_trace_conn_open(struct iw_context *ctx, const struct sockaddr *local, const struct sockaddr *peer,
+			    bool local_is_initiator);
+/* Bytes that went out (tx) or came in (rx) on the connection, in order. */
+void iw_trace_data(struct iw_context *ctx, uint32_t conn, bool tx, const struct iovec *iov, int iovcnt,
+		   size_t len);
+void iw_trace_conn_close(struct iw_context *ctx, uint32_t conn, bool reset);
+
+#endif
