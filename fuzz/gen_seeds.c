@@ -1,6 +1,6 @@
 /* Writes the seed corpora: fuzz_gen_seeds <dir> creates
- * <dir>/fuzz_mpa_frame, <dir>/fuzz_mpa_rx and <dir>/fuzz_ddp_rdmap with a
- * handful of valid inputs each (formats: see each fuzz_*.c). MPA frames
+ * <dir>/fuzz_mpa_frame, fuzz_mpa_rx, fuzz_ddp_rdmap and fuzz_rdmap_conn
+ * with a handful of valid inputs each (formats: see each fuzz_*.c). MPA frames
  * and siw's Terminate are spelled out from the facts sheet; FPDU streams
  * are built with the library's own transmit path (iw_mpa_tx_build), so
  * marker placement and CRCs match what it sends. */
@@ -268,6 +268,71 @@ static void seeds_ddp_rdmap(void)
 	put("fuzz_ddp_rdmap", "term_rfc", b.b, b.n);
 }
 
+/* ---- fuzz_rdmap_conn: a mode byte (bit 0 CRC, bit 1 markers, bit 2 feed
+ * instead of prepare/commit), then what the peer sends. STags and
+ * addresses are the ones fuzz_rdmap_conn.c sets up: MR i (1-based) has
+ * STag i << 8 | 0x5A at 0x10000 * i; MR 1 is writable, MR 2 read-only,
+ * MR 4 the sink of two outstanding 1 KiB READs, MR 5 remotely readable. */
+
+#define CONN_STAG(i) ((uint32_t)(i) << 8 | 0x5A)
+#define CONN_VA(i) (0x10000ull * (i))
+
+static void conn_seed(const char *name, uint8_t mode, bool bad_write, bool peer_term)
+{
+	struct iw_mpa_tx tx;
+	struct buf b = {.n = 0};
+	uint8_t hdr[64];
+	size_t n;
+
+	add8(&b, mode);
+	iw_mpa_tx_init(&tx, mode & 1, mode & 2);
+	n = untagged_hdr(hdr, IW_OP_SEND, true, IW_DDP_QN_SEND, 1, 0);
+	fpdu(&tx, &b, hdr, n, (const uint8_t *)"hello", 5);
+	n = tagged_hdr(hdr, IW_OP_WRITE, true, CONN_STAG(1), CONN_VA(1) + 8);
+	fpdu(&tx, &b, hdr, n, payload, 100);
+	struct iw_rdmap_read_req rr = {0x7700, 0x1000, 64, CONN_STAG(5), CONN_VA(5)};
+	n = untagged_hdr(hdr, IW_OP_READ_REQ, true, IW_DDP_QN_READ_REQ, 1, 0);
+	iw_rdmap_read_req_encode(&rr, hdr + n);
+	fpdu(&tx, &b, hdr, n + IW_RDMAP_READ_REQ_LEN, NULL, 0);
+	for (unsigned i = 0; i < 2; i++) {
+		n = tagged_hdr(hdr, IW_OP_READ_RESP, true, CONN_STAG(4), CONN_VA(4) + 1024u * i);
+		fpdu(&tx, &b, hdr, n, payload, 1024);
+	}
+	n = untagged_hdr(hdr, IW_OP_SEND, false, IW_DDP_QN_SEND, 2, 0);
+	fpdu(&tx, &b, hdr, n, payload, 16);
+	n = untagged_hdr(hdr, IW_OP_SEND, true, IW_DDP_QN_SEND, 2, 16);
+	fpdu(&tx, &b, hdr, n, payload + 16, 48);
+	/* Send with Invalidate of the read-only MR. */
+	n = untagged_hdr(hdr, IW_OP_SEND_INV, true, IW_DDP_QN_SEND, 3, 0);
+	iw_put_be32(hdr + 2, CONN_STAG(2));
+	fpdu(&tx, &b, hdr, n, payload, 8);
+	n = untagged_hdr(hdr, IW_OP_SEND_SE, true, IW_DDP_QN_SEND, 4, 0);
+	fpdu(&tx, &b, hdr, n, NULL, 0);
+	if (bad_write) { /* to the MR just invalidated */
+		n = tagged_hdr(hdr, IW_OP_WRITE, true, CONN_STAG(2), CONN_VA(2));
+		fpdu(&tx, &b, hdr, n, payload, 32);
+	}
+	if (peer_term) {
+		static const uint8_t siw_term[] = {0x11, 0x00, 0x03, 0x00, 0x00, 0x10, 0xc1, 0x40,
+						   0xde, 0xad, 0xbe, 0x00, 0x00, 0x00, 0x00, 0x00,
+						   0x00, 0x00, 0x10, 0x00};
+		n = untagged_hdr(hdr, IW_OP_TERMINATE, true, IW_DDP_QN_TERMINATE, 1, 0);
+		memcpy(hdr + n, siw_term, sizeof(siw_term));
+		fpdu(&tx, &b, hdr, n + sizeof(siw_term), NULL, 0);
+	}
+	put("fuzz_rdmap_conn", name, b.b, b.n);
+}
+
+static void seeds_rdmap_conn(void)
+{
+	conn_seed("plain", 0x00, false, false);
+	conn_seed("crc_feed", 0x05, false, false);
+	conn_seed("markers_crc", 0x03, false, false);
+	conn_seed("markers_feed", 0x06, false, true);
+	conn_seed("bad_write", 0x01, true, false);
+	conn_seed("peer_term", 0x04, false, true);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -281,5 +346,6 @@ int main(int argc, char **argv)
 	seeds_mpa_frame();
 	seeds_mpa_rx();
 	seeds_ddp_rdmap();
+	seeds_rdmap_conn();
 	return 0;
 }
