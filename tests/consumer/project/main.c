@@ -1,9 +1,12 @@
-/* Uses the installed public header and library symbols. */
+/* Uses the installed public headers and library symbols. Every public
+ * header is included so that each is known to compile from an install. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <iwarp/cm.h>
 #include <iwarp/term.h>
+#include <iwarp/verbs.h>
 
 /* Not public API yet: declared here because it is the one entry point that
  * reaches ISA-L, so linking it proves the install carries that dependency. */
