@@ -13,6 +13,7 @@
 #include "iwt_common.h"
 #include "mpa/mpa_wire.h"
 #include "rdmap/rdmap_wire.h"
+#include "iwt_check.h"
 
 #define MULPDU 1442 /* what siw uses at MSS 1448 */
 #define GUARD 64
@@ -887,9 +888,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return iwt_run_suite(suite());
 }
