@@ -21,7 +21,12 @@
 #include <iwarp/cm.h>
 #include <iwarp/verbs.h>
 
+/* verbs.h and the engine both define a constant IW_WR_SEND (value 0 in
+ * both enums). Inside the stack the engine's one is spelled
+ * IW_RDMAP_WR_SEND; IW_WR_SEND stays the verbs opcode. */
+#define IW_WR_SEND IW_RDMAP_WR_SEND
 #include "../rdmap/rdmap_conn.h"
+#undef IW_WR_SEND
 
 /* ------------------------------------------------------------------ */
 /* Context                                                             */
@@ -226,6 +231,33 @@ struct iw_transport {
 	const struct iw_transport_ops *ops;
 	struct iw_qp *qp;
 };
+
+/* Kernel TCP transport (transport_tcp.c), created by the CM once the MPA
+ * exchange succeeded. */
+struct iw_tcp_cfg {
+	int fd;             /* connected, non-blocking; owned by the transport from create on */
+	bool tx_gate;       /* responder: send nothing before the initiator's first FPDU */
+	bool send_rtr;      /* initiator, p2p: a zero-length RDMA WRITE goes first (RFC 6581 RTR) */
+	uint32_t trace_conn; /* iw_trace_conn_open handle, 0: not traced */
+	struct iw_cm_id *cm_id; /* told when the stream ends (iw_cm_conn_closed) */
+};
+/* NULL on allocation failure (cfg->fd is then still the caller's). */
+struct iw_transport *iw_tcp_transport_create(struct iw_context *ctx, struct iw_qp *qp,
+					     const struct iw_tcp_cfg *cfg);
+/* After iw_qp_connect_start: the engine is ready, start I/O. */
+int iw_tcp_transport_start(struct iw_transport *t);
+/* The CM id goes away: stop telling it anything. */
+void iw_tcp_transport_detach_cm(struct iw_transport *t);
+/* MULPDU for a connected socket: the TCP MSS rounded down to 8 (like siw)
+ * through iw_mpa_mulpdu, unless max_ulpdu (nonzero, from iw_conn_param)
+ * asks for a specific size. */
+uint32_t iw_tcp_mulpdu(int fd, bool markers_tx, uint32_t max_ulpdu);
+
+/* Connection manager hooks for the transport (cm.c). */
+/* The connection ended: peer FIN (err 0), RST or error (-errno). */
+void iw_cm_conn_closed(struct iw_cm_id *id, int err);
+/* The transport is being destroyed: forget it. */
+void iw_cm_transport_gone(struct iw_cm_id *id);
 
 /* ------------------------------------------------------------------ */
 /* Tracing                                                             */
