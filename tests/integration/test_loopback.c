@@ -270,6 +270,22 @@ static void expect_ok(struct iw_wc wc, uint64_t wr_id, enum iw_wc_opcode op)
 	ck_assert_int_eq(wc.opcode, op);
 }
 
+/* Two completions in either order (sends and receives share the CQ). */
+static void expect_two(struct iw_cq *cq, uint64_t id_a, enum iw_wc_opcode op_a, uint64_t id_b,
+		       enum iw_wc_opcode op_b)
+{
+	struct iw_wc wc[2];
+
+	ck_assert_int_eq(poll_n(cq, wc, 2, WAIT_MS), 2);
+	if (wc[0].wr_id != id_a) {
+		struct iw_wc t = wc[0];
+		wc[0] = wc[1];
+		wc[1] = t;
+	}
+	expect_ok(wc[0], id_a, op_a);
+	expect_ok(wc[1], id_b, op_b);
+}
+
 /* ------------------------------------------------------------------ */
 /* Connection management                                               */
 
@@ -415,6 +431,123 @@ START_TEST(test_connect_closed_port)
 	ev = ev_expect(p.cch, IW_CM_EVENT_CONNECT_ERROR);
 	ck_assert_int_eq(ev->status, -ECONNREFUSED);
 	iw_cm_ack_event(ev);
+	pair_free(&p);
+}
+END_TEST
+
+/* The responder's own policy refuses: it sends a reject frame (the
+ * initiator sees REJECTED) and reports CONNECT_ERROR on its id. */
+START_TEST(test_accept_policy_reject)
+{
+	struct iw_conn_param cp = { .p2p = true }, sp = { .p2p = true, .rtr_types = IW_RTR_READ };
+	struct pair p;
+	struct iw_cm_event *ev;
+
+	pair_listen(&p, AF_INET, 8);
+	ep_init(&p.c);
+	ep_init(&p.s);
+	ck_assert_int_eq(iw_cm_create_id(p.cch, NULL, &p.c.id), 0);
+	ck_assert_int_eq(iw_cm_connect(p.c.id, p.c.qp, (struct sockaddr *)&p.addr, &cp), 0);
+	/* The initiator offers only the WRITE RTR, this responder only READ. */
+	pair_accept(&p, &sp);
+	ev = ev_expect(p.sch, IW_CM_EVENT_CONNECT_ERROR);
+	ck_assert_ptr_eq(ev->id, p.s.id);
+	ck_assert_int_eq(ev->status, -EPROTO);
+	iw_cm_ack_event(ev);
+	ev = ev_expect(p.cch, IW_CM_EVENT_REJECTED);
+	ck_assert_uint_eq(ev->private_data_len, 0);
+	iw_cm_ack_event(ev);
+	ck_assert_int_eq(iw_qp_state(p.s.qp), IW_QPS_INIT);
+	/* The QPs are still usable for another connection. */
+	ck_assert_int_eq(iw_cm_destroy_id(p.c.id), 0);
+	ck_assert_int_eq(iw_cm_destroy_id(p.s.id), 0);
+	ck_assert_int_eq(iw_cm_create_id(p.cch, NULL, &p.c.id), 0);
+	ck_assert_int_eq(iw_cm_connect(p.c.id, p.c.qp, (struct sockaddr *)&p.addr, NULL), 0);
+	pair_accept(&p, NULL);
+	ev_expect_ack(p.sch, IW_CM_EVENT_ESTABLISHED);
+	ev_expect_ack(p.cch, IW_CM_EVENT_ESTABLISHED);
+	pair_close(&p);
+}
+END_TEST
+
+/* A TCP listener that never answers the Request: the initiator gives up
+ * after its timeout. */
+START_TEST(test_reply_timeout)
+{
+	struct iw_conn_param cp = { .timeout_ms = 300 };
+	struct pair p;
+	struct sockaddr_storage a;
+	socklen_t len = sizeof(a);
+	struct iw_cm_event *ev;
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	uint64_t t0;
+
+	loopback_addr(AF_INET, &a);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+	memset(&p, 0, sizeof(p));
+	ck_assert_int_eq(iw_cm_create_channel(ctx, &p.cch), 0);
+	ep_init(&p.c);
+	ck_assert_int_eq(iw_cm_create_id(p.cch, NULL, &p.c.id), 0);
+	t0 = now_ms();
+	ck_assert_int_eq(iw_cm_connect(p.c.id, p.c.qp, (struct sockaddr *)&a, &cp), 0);
+	ev = ev_expect(p.cch, IW_CM_EVENT_CONNECT_ERROR);
+	ck_assert_int_eq(ev->status, -ETIMEDOUT);
+	ck_assert_uint_ge(now_ms() - t0, 290);
+	iw_cm_ack_event(ev);
+	/* The id is spent; the QP can be reused. */
+	ck_assert_int_eq(iw_cm_connect(p.c.id, p.c.qp, (struct sockaddr *)&a, &cp), -EINVAL);
+	close(lfd);
+	pair_free(&p);
+}
+END_TEST
+
+/* Ids destroyed mid-handshake, a listener destroyed with requests
+ * pending: nothing leaks or fires later. */
+START_TEST(test_destroy_midway)
+{
+	struct pair p;
+	struct iw_cm_id *ids[4];
+
+	pair_listen(&p, AF_INET, 8);
+	ep_init(&p.c);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(iw_cm_create_id(p.cch, NULL, &ids[i]), 0);
+	/* One connects and goes away at once; the next waits for a request
+	 * the application never answers; then the listener goes. */
+	ck_assert_int_eq(iw_cm_connect(ids[0], p.c.qp, (struct sockaddr *)&p.addr, NULL), 0);
+	ck_assert_int_eq(iw_cm_destroy_id(ids[0]), 0);
+	iw_progress(ctx, 20);
+	struct ep e2;
+	ep_init(&e2);
+	ck_assert_int_eq(iw_cm_connect(ids[1], e2.qp, (struct sockaddr *)&p.addr, NULL), 0);
+	struct iw_cm_event *ev = ev_wait(p.sch, WAIT_MS);
+	ck_assert_ptr_nonnull(ev);
+	/* The first connection may or may not have got that far. */
+	while (ev && ev->type != IW_CM_EVENT_CONNECT_REQUEST) {
+		iw_cm_ack_event(ev);
+		ev = ev_wait(p.sch, WAIT_MS);
+	}
+	ck_assert_ptr_nonnull(ev);
+	struct iw_cm_id *pending = ev->id;
+	iw_cm_ack_event(ev);
+	ck_assert_int_eq(iw_cm_destroy_id(p.listen), 0);
+	p.listen = NULL;
+	ck_assert_int_eq(iw_cm_destroy_id(ids[1]), 0);
+	ck_assert_int_eq(iw_cm_destroy_id(pending), 0);
+	for (int i = 2; i < 4; i++)
+		ck_assert_int_eq(iw_cm_destroy_id(ids[i]), 0);
+	iw_progress(ctx, 20);
+	/* Children the application fetched are its own to destroy. */
+	while ((ev = ev_wait(p.sch, 100)) != NULL) {
+		struct iw_cm_id *child = ev->id;
+		enum iw_cm_event_type t = ev->type;
+		iw_cm_ack_event(ev);
+		if (t == IW_CM_EVENT_CONNECT_REQUEST || t == IW_CM_EVENT_CONNECT_ERROR)
+			iw_cm_destroy_id(child);
+	}
+	ep_fini(&e2);
 	pair_free(&p);
 }
 END_TEST
@@ -623,7 +756,7 @@ static void run_all_ops(const struct iw_conn_param *cp, const struct iw_conn_par
 	iw_qp_get_stats(p.c.qp, &cs);
 	iw_qp_get_stats(p.s.qp, &ss);
 	fprintf(stderr,
-		"  crc=%d markers=%d max_ulpdu=%u: client tx %llu FPDUs / %llu syscalls, rx %llu FPDUs / %llu "
+		"  crc policy %d, markers %d, max_ulpdu %u: client tx %llu FPDUs / %llu syscalls, rx %llu FPDUs / %llu "
 		"syscalls; server rx %llu FPDUs / %llu syscalls\n",
 		cp->crc, cp->markers, cp->max_ulpdu, (unsigned long long)cs.fpdus_tx,
 		(unsigned long long)cs.tx_syscalls, (unsigned long long)cs.fpdus_rx,
@@ -731,10 +864,8 @@ START_TEST(test_responder_lockstep)
 	/* The initiator talks: the responder may now. */
 	post_recv(&p.s, b.sbuf + 2048, 2048, b.smr, 3);
 	post_op(&p.c, IW_WR_SEND, b.cbuf + 2048, 10, b.cmr, 0, 0, 0, 4);
-	expect_ok(wait_wc(p.s.cq), 2, IW_WC_SEND);
-	expect_ok(wait_wc(p.s.cq), 3, IW_WC_RECV);
-	expect_ok(wait_wc(p.c.cq), 4, IW_WC_SEND);
-	expect_ok(wait_wc(p.c.cq), 1, IW_WC_RECV);
+	expect_two(p.s.cq, 2, IW_WC_SEND, 3, IW_WC_RECV);
+	expect_two(p.c.cq, 4, IW_WC_SEND, 1, IW_WC_RECV);
 	bufs_fini(&b);
 	pair_close(&p);
 }
@@ -792,20 +923,23 @@ START_TEST(test_many_qps)
 	}
 	/* Accept in arrival order; the connector is not known per request, so
 	 * servers are matched to clients through the first SEND's payload. */
-	for (int i = 0; i < N; i++) {
-		struct iw_cm_event *ev = ev_expect(p.sch, IW_CM_EVENT_CONNECT_REQUEST);
-		s[i].id = ev->id;
-		iw_cm_ack_event(ev);
-		post_recv(&s[i], sbuf[i], 256, smr[i], (uint64_t)i);
-		ck_assert_int_eq(iw_cm_accept(s[i].id, s[i].qp, NULL), 0);
-	}
-	while (est < 2 * N) {
-		struct iw_cm_event *ev = ev_wait(est < N ? p.sch : p.cch, WAIT_MS);
+	for (int req = 0; req < N || est < N;) {
+		struct iw_cm_event *ev = ev_wait(p.sch, WAIT_MS);
 		ck_assert_ptr_nonnull(ev);
-		ck_assert_int_eq(ev->type, IW_CM_EVENT_ESTABLISHED);
+		if (ev->type == IW_CM_EVENT_CONNECT_REQUEST) {
+			ck_assert_int_lt(req, N);
+			s[req].id = ev->id;
+			post_recv(&s[req], sbuf[req], 256, smr[req], (uint64_t)req);
+			ck_assert_int_eq(iw_cm_accept(s[req].id, s[req].qp, NULL), 0);
+			req++;
+		} else {
+			ck_assert_int_eq(ev->type, IW_CM_EVENT_ESTABLISHED);
+			est++;
+		}
 		iw_cm_ack_event(ev);
-		est++;
 	}
+	for (est = 0; est < N; est++)
+		ev_expect_ack(p.cch, IW_CM_EVENT_ESTABLISHED);
 	for (int i = 0; i < N; i++) {
 		snprintf((char *)cbuf[i], 256, "client %d", i);
 		post_op(&c[i], IW_WR_SEND, cbuf[i], 256, cmr[i], 0, 0, 0, (uint64_t)i);
@@ -997,6 +1131,12 @@ START_TEST(test_write_bandwidth)
 		ck_assert_int_eq(wc[0].status, IW_WC_SUCCESS);
 		done++;
 	}
+	/* A SEND behind the WRITEs: once it arrived every WRITE was placed
+	 * and the target's buffer may go. */
+	post_recv(&p.s, b.sbuf, 0, b.smr, 1);
+	post_op(&p.c, IW_WR_SEND, b.cbuf, 0, b.cmr, 0, 0, 0, 2);
+	expect_ok(wait_wc(p.s.cq), 1, IW_WC_RECV);
+	expect_ok(wait_wc(p.c.cq), 2, IW_WC_SEND);
 	uint64_t ms = now_ms() - t0;
 	struct iw_qp_stats cs, ss;
 	iw_qp_get_stats(p.c.qp, &cs);
@@ -1024,6 +1164,9 @@ static Suite *loopback_suite(void)
 	tcase_add_test(tc, test_request_timeout);
 	tcase_add_test(tc, test_request_with_trailing_data);
 	tcase_add_test(tc, test_backlog);
+	tcase_add_test(tc, test_accept_policy_reject);
+	tcase_add_test(tc, test_reply_timeout);
+	tcase_add_test(tc, test_destroy_midway);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("data");
