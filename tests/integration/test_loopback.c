@@ -18,6 +18,7 @@
 
 #include "iwt_check.h"
 #include "iwt_common.h"
+#include "iwt_handshake.h"
 #include "tshark_run.h"
 
 #define WAIT_MS 10000
@@ -971,6 +972,92 @@ START_TEST(test_many_qps)
 }
 END_TEST
 
+/* A hand-made responder that accepts the MPA exchange and then stops
+ * reading: the initiator fills the socket and waits without spinning;
+ * once the peer reads, everything goes out. */
+START_TEST(test_peer_stops_reading)
+{
+	enum { N = 48 };
+	struct pair p;
+	struct sockaddr_storage a;
+	socklen_t len = sizeof(a);
+	uint8_t frame[64], *buf = malloc(MIB), *sink = malloc(MIB);
+	struct iw_mr *mr;
+	struct iw_wc wc;
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), fd;
+
+	ck_assert(buf && sink);
+	loopback_addr(AF_INET, &a);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+	memset(&p, 0, sizeof(p));
+	ck_assert_int_eq(iw_cm_create_channel(ctx, &p.cch), 0);
+	ep_init(&p.c);
+	ck_assert_int_eq(iw_reg_mr(p.c.pd, buf, MIB, IW_ACCESS_LOCAL_WRITE, &mr), 0);
+	ck_assert_int_eq(iw_cm_create_id(p.cch, NULL, &p.c.id), 0);
+	ck_assert_int_eq(iw_cm_connect(p.c.id, p.c.qp, (struct sockaddr *)&a, NULL), 0);
+	iw_progress(ctx, 10);
+	fd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(fd, 0);
+	/* Default Request: rev 2, C=1, enhanced, IRD = ORD = 16, no data. */
+	ck_assert_int_eq(recv(fd, frame, 24, MSG_WAITALL), 24);
+	ck_assert_mem_eq(frame, "MPA ID Req Frame\x50\x02\x00\x04", 20);
+	size_t rl = iwt_mpa_rep_bytes(0x50, 2, iwt_mpa_w1(false, false, 16), iwt_mpa_w2(false, false, 16), NULL, 0,
+				      frame);
+	ck_assert_int_eq(send(fd, frame, rl, 0), (ssize_t)rl);
+	ev_expect_ack(p.cch, IW_CM_EVENT_ESTABLISHED);
+
+	for (int i = 0; i < N; i++)
+		post_op(&p.c, IW_WR_RDMA_WRITE, buf, MIB, mr, 0x1000, 0x100, 0, (uint64_t)i);
+	/* Fill the socket: progress until nothing moves. */
+	for (int i = 0; i < 50; i++)
+		iw_progress(ctx, 5);
+	struct iw_qp_stats st0, st1;
+	iw_qp_get_stats(p.c.qp, &st0);
+	ck_assert_uint_gt(st0.bytes_tx, 0);
+	ck_assert_uint_lt(st0.bytes_tx, (uint64_t)N * MIB);
+	/* Stuck, not spinning: a progress call sleeps its full timeout. */
+	uint64_t t0 = now_ms();
+	ck_assert_int_eq(iw_progress(ctx, 200), 0);
+	ck_assert_uint_ge(now_ms() - t0, 150);
+	iw_qp_get_stats(p.c.qp, &st1);
+	ck_assert_uint_eq(st1.tx_syscalls, st0.tx_syscalls);
+
+	/* The peer reads again: every WRITE completes, in order. */
+	uint64_t got = 0;
+	int done = 0;
+	uint64_t end = now_ms() + WAIT_MS;
+	while (done < N && now_ms() < end) {
+		ssize_t n = recv(fd, sink, MIB, MSG_DONTWAIT);
+		if (n > 0)
+			got += (uint64_t)n;
+		iw_progress(ctx, 0);
+		while (iw_poll_cq(p.c.cq, 1, &wc) == 1) {
+			expect_ok(wc, (uint64_t)done, IW_WC_RDMA_WRITE);
+			done++;
+		}
+	}
+	ck_assert_int_eq(done, N);
+	iw_qp_get_stats(p.c.qp, &st1);
+	while (got < st1.bytes_tx && now_ms() < end) {
+		ssize_t n = recv(fd, sink, MIB, MSG_DONTWAIT);
+		if (n > 0)
+			got += (uint64_t)n;
+	}
+	ck_assert_uint_eq(got, st1.bytes_tx);
+	ck_assert_uint_gt(got, (uint64_t)N * MIB);
+
+	close(fd);
+	close(lfd);
+	ev_expect_ack(p.cch, IW_CM_EVENT_DISCONNECTED);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	free(buf);
+	free(sink);
+	pair_free(&p);
+}
+END_TEST
+
 /* Disconnect with work outstanding: everything completes, the
  * unmatched receives as flushed. */
 START_TEST(test_disconnect_flushes)
@@ -1181,6 +1268,7 @@ static Suite *loopback_suite(void)
 	tcase_add_test(tc, test_responder_lockstep);
 	tcase_add_test(tc, test_p2p_rtr);
 	tcase_add_test(tc, test_many_qps);
+	tcase_add_test(tc, test_peer_stops_reading);
 	tcase_add_test(tc, test_disconnect_flushes);
 	tcase_add_test(tc, test_peer_terminate);
 	tcase_add_test(tc, test_trace_tshark);
