@@ -15,9 +15,8 @@
  *
  * Once established the socket belongs to the QP's transport; the id keeps
  * a link to it for disconnect and gets DISCONNECTED when the stream ends.
- * Events are allocated (connection setup is not a data path) and own a
- * copy of the peer's private data until acked. */
-#include "internal.h"
+ * Channels and events: cm_event.c. */
+#include "cm_internal.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -26,238 +25,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include "../mpa/mpa_frame.h"
-#include "../mpa/mpa_negotiate.h"
 
 #define CM_REQ_TIMEOUT_MS 5000      /* passive: Request must arrive within (siw) */
 #define CM_CONNECT_TIMEOUT_MS 10000 /* active default: TCP connect + Reply (siw) */
 #define CM_DEFAULT_BACKLOG 64
 #define CM_IRD_ORD_DEFAULT 16
-#define CM_FRAME_MAX (IW_MPA_FRAME_HDR_LEN + IW_MPA_PD_MAX)
 #define CM_MIN_ULPDU 64
-
-enum cm_state {
-	CM_IDLE,
-	CM_LISTEN,
-	CM_CONNECTING,    /* active: TCP connect in progress */
-	CM_WAIT_REPLY,    /* active: Request (being) sent, reading the Reply */
-	CM_WAIT_REQUEST,  /* passive: reading the Request */
-	CM_REQ_RECEIVED,  /* passive: CONNECT_REQUEST queued, waiting for accept/reject */
-	CM_ACCEPTING,     /* passive: sending the Reply */
-	CM_REJECTING,     /* passive: sending a reject frame, then close */
-	CM_ESTABLISHED,
-	CM_DISCONNECTING, /* disconnect asked, waiting for the stream to end */
-	CM_DONE,          /* terminal: closed, failed, rejected */
-};
-
-struct cm_event {
-	struct iw_cm_event ev; /* first: the application's pointer */
-	struct cm_event *next;
-	uint8_t pdata[IW_CM_PRIVATE_DATA_MAX];
-};
-
-struct iw_cm_channel {
-	struct iw_context *ctx;
-	int fd; /* eventfd: readable while events are queued */
-	uint32_t n_ids;
-	struct cm_event *head, *tail;
-};
-
-struct iw_cm_id {
-	struct iw_cm_channel *ch;
-	struct iw_context *ctx;
-	void *context;
-	enum cm_state state;
-	bool app_owned; /* the application knows this id (created it or fetched its request) */
-	bool req_queued; /* passive: its CONNECT_REQUEST was queued */
-	struct iw_watch watch;
-	bool watching;
-	struct iw_timer timer;
-	struct sockaddr_storage local, peer;
-	bool has_local, has_peer;
-
-	/* listener */
-	int backlog;
-	uint32_t n_pending;         /* children still in the MPA exchange */
-	struct iw_cm_id *children;  /* not yet accepted/rejected by the application */
-	/* child */
-	struct iw_cm_id *listener;  /* while counted in listener->n_pending */
-	struct iw_cm_id *sib_next;
-
-	/* handshake */
-	struct iw_qp *qp;
-	struct iw_mpa_settings settings;
-	uint32_t max_ulpdu;
-	int timeout_ms;
-	struct iw_mpa_frame req; /* sent (active) or received (passive) */
-	struct iw_mpa_outcome outcome;
-	uint8_t pd[IW_MPA_PD_MAX];        /* active: our private data */
-	uint8_t in[CM_FRAME_MAX + 1];     /* +1: passive sees a byte behind the Request */
-	size_t in_len;
-	uint8_t out[CM_FRAME_MAX];
-	size_t out_len, out_off;
-	uint32_t trace_conn;
-
-	struct iw_transport *transport;
-};
 
 static void cm_watch_cb(struct iw_watch *w, uint32_t revents);
 static void cm_timer_cb(struct iw_timer *t);
-
-/* ------------------------------------------------------------------ */
-/* Events                                                              */
-
-static int cm_queue(struct iw_cm_id *id, enum iw_cm_event_type type, int status, const void *pdata,
-		    uint16_t pd_len)
-{
-	struct iw_cm_channel *ch = id->ch;
-	struct cm_event *e = calloc(1, sizeof(*e));
-
-	if (!e)
-		return -ENOMEM;
-	e->ev.type = type;
-	e->ev.id = id;
-	e->ev.status = status;
-	if (pd_len > sizeof(e->pdata))
-		pd_len = sizeof(e->pdata);
-	if (pd_len && pdata)
-		memcpy(e->pdata, pdata, pd_len);
-	e->ev.private_data = pd_len ? e->pdata : NULL;
-	e->ev.private_data_len = pd_len;
-	if (type == IW_CM_EVENT_CONNECT_REQUEST) {
-		e->ev.listen_id = id->listener;
-		e->ev.ird = id->req.ird;
-		e->ev.ord = id->req.ord;
-		e->ev.crc = id->req.crc;
-		e->ev.markers_tx = id->req.markers; /* the peer asks us to insert markers */
-		e->ev.mpa_rev = id->req.rev;
-	} else if (type == IW_CM_EVENT_ESTABLISHED) {
-		e->ev.ird = id->outcome.ird;
-		e->ev.ord = id->outcome.ord;
-		e->ev.crc = id->outcome.crc;
-		e->ev.markers_tx = id->outcome.markers_tx;
-		e->ev.markers_rx = id->outcome.markers_rx;
-		e->ev.mpa_rev = id->outcome.rev;
-	}
-	if (ch->tail)
-		ch->tail->next = e;
-	else
-		ch->head = e;
-	ch->tail = e;
-	uint64_t one = 1;
-	if (write(ch->fd, &one, sizeof(one)) < 0) {
-		/* The counter cannot overflow in practice; readable anyway. */
-	}
-	return 0;
-}
-
-/* Drop queued (not yet fetched) events that name id. */
-static void cm_purge_events(struct iw_cm_channel *ch, const struct iw_cm_id *id)
-{
-	struct cm_event **pp = &ch->head, *last = NULL;
-
-	while (*pp) {
-		struct cm_event *e = *pp;
-		if (e->ev.id == id || e->ev.listen_id == id) {
-			*pp = e->next;
-			free(e);
-			continue;
-		}
-		last = e;
-		pp = &e->next;
-	}
-	ch->tail = last;
-}
-
-int iw_cm_create_channel(struct iw_context *ctx, struct iw_cm_channel **out)
-{
-	struct iw_cm_channel *ch;
-
-	if (!ctx || !out)
-		return -EINVAL;
-	ch = calloc(1, sizeof(*ch));
-	if (!ch)
-		return -ENOMEM;
-	ch->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (ch->fd < 0) {
-		int err = errno;
-		free(ch);
-		return -err;
-	}
-	ch->ctx = ctx;
-	iw_ctx_lock(ctx);
-	ctx->n_cm_chan++;
-	iw_ctx_unlock(ctx);
-	*out = ch;
-	return 0;
-}
-
-int iw_cm_destroy_channel(struct iw_cm_channel *ch)
-{
-	struct iw_context *ctx;
-
-	if (!ch)
-		return -EINVAL;
-	ctx = ch->ctx;
-	iw_ctx_lock(ctx);
-	if (ch->n_ids) {
-		iw_ctx_unlock(ctx);
-		return -EBUSY;
-	}
-	while (ch->head) {
-		struct cm_event *e = ch->head;
-		ch->head = e->next;
-		free(e);
-	}
-	ctx->n_cm_chan--;
-	iw_ctx_unlock(ctx);
-	close(ch->fd);
-	free(ch);
-	return 0;
-}
-
-int iw_cm_channel_fd(const struct iw_cm_channel *ch)
-{
-	return ch ? ch->fd : -EINVAL;
-}
-
-int iw_cm_get_event(struct iw_cm_channel *ch, struct iw_cm_event **ev)
-{
-	struct cm_event *e;
-
-	if (!ch || !ev)
-		return -EINVAL;
-	iw_ctx_lock(ch->ctx);
-	e = ch->head;
-	if (!e) {
-		iw_ctx_unlock(ch->ctx);
-		return -EAGAIN;
-	}
-	ch->head = e->next;
-	if (!ch->head) {
-		uint64_t v;
-		ch->tail = NULL;
-		if (read(ch->fd, &v, sizeof(v)) < 0) {
-			/* Already zero: nothing to clear. */
-		}
-	}
-	e->next = NULL;
-	if (e->ev.type == IW_CM_EVENT_CONNECT_REQUEST)
-		e->ev.id->app_owned = true;
-	iw_ctx_unlock(ch->ctx);
-	*ev = &e->ev;
-	return 0;
-}
-
-void iw_cm_ack_event(struct iw_cm_event *ev)
-{
-	/* Fetched events are detached from their channel: the caller owns it. */
-	free(ev);
-}
 
 /* ------------------------------------------------------------------ */
 /* Ids                                                                 */
