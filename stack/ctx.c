@@ -11,12 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Tracing lives in trace.c. Weak references keep a verbs-only link
- * working without it; when trace.c is linked, the real functions bind.
- * (Harmless to keep after the merge; may be made strong then.) */
-#pragma weak iw_trace_open
-#pragma weak iw_trace_close
-
 #define MAX_EVENTS 64
 #define DEFERRED_ROUNDS 64 /* bound one progress call's deferred passes */
 
@@ -341,7 +335,7 @@ int iw_context_create(const struct iw_context_attr *attr, struct iw_context **ou
 		goto fail;
 
 	const char *trace = a.trace_path ? a.trace_path : getenv("IWARP_TRACE");
-	if (trace && *trace && iw_trace_open) {
+	if (trace && *trace) {
 		if ((rc = iw_trace_open(ctx, trace)) < 0)
 			goto fail;
 	}
@@ -349,7 +343,7 @@ int iw_context_create(const struct iw_context_attr *attr, struct iw_context **ou
 	if (a.flags & IW_CTX_PROGRESS_THREAD) {
 		rc = -pthread_create(&ctx->thread, NULL, progress_thread, ctx);
 		if (rc < 0) {
-			if (ctx->trace && iw_trace_close)
+			if (ctx->trace)
 				iw_trace_close(ctx);
 			goto fail;
 		}
@@ -380,7 +374,7 @@ int iw_context_destroy(struct iw_context *ctx)
 		iw_ctx_lock(ctx);
 		ctx->thread_on = false;
 	}
-	if (ctx->trace && iw_trace_close)
+	if (ctx->trace)
 		iw_trace_close(ctx);
 	iw_ctx_unlock(ctx);
 	ctx_free(ctx);

@@ -21,12 +21,7 @@
 #include <iwarp/cm.h>
 #include <iwarp/verbs.h>
 
-/* verbs.h and the engine both define a constant IW_WR_SEND (value 0 in
- * both enums). Inside the stack the engine's one is spelled
- * IW_RDMAP_WR_SEND; IW_WR_SEND stays the verbs opcode. */
-#define IW_WR_SEND IW_RDMAP_WR_SEND
 #include "../rdmap/rdmap_conn.h"
-#undef IW_WR_SEND
 
 /* ------------------------------------------------------------------ */
 /* Context                                                             */

@@ -80,9 +80,9 @@ static enum iw_wc_status local_recv_status(struct iw_term_cause c)
 static enum iw_wc_opcode wc_opcode_of(enum iw_rdmap_wr_opcode op)
 {
 	switch (op) {
-	case IW_WR_WRITE:
+	case IW_RDMAP_WR_WRITE:
 		return IW_WC_RDMA_WRITE;
-	case IW_WR_READ:
+	case IW_RDMAP_WR_READ:
 		return IW_WC_RDMA_READ;
 	default:
 		return IW_WC_SEND;
@@ -146,7 +146,7 @@ static void on_sq_event(struct iw_qp *qp, const struct iw_rdmap_event *ev)
 	bool ok = ev->type == IW_RDMAP_EV_SQ_DONE;
 
 	meta_release(m);
-	if (ok && ev->wr_opcode == IW_WR_READ)
+	if (ok && ev->wr_opcode == IW_RDMAP_WR_READ)
 		iw_qp_defer(qp, IW_QPW_KICK); /* fenced WRs / ORD may proceed */
 	if (qp->closing)
 		iw_qp_defer(qp, IW_QPW_DRAIN);
@@ -240,17 +240,17 @@ static bool oldest_started(struct iw_qp *qp, bool (*match)(enum iw_rdmap_wr_opco
 
 static bool is_write(enum iw_rdmap_wr_opcode op)
 {
-	return op == IW_WR_WRITE;
+	return op == IW_RDMAP_WR_WRITE;
 }
 
 static bool is_read(enum iw_rdmap_wr_opcode op)
 {
-	return op == IW_WR_READ;
+	return op == IW_RDMAP_WR_READ;
 }
 
 static bool is_send(enum iw_rdmap_wr_opcode op)
 {
-	return op != IW_WR_WRITE && op != IW_WR_READ;
+	return op != IW_RDMAP_WR_WRITE && op != IW_RDMAP_WR_READ;
 }
 
 static bool is_send_opcode(uint8_t op)
@@ -694,22 +694,22 @@ static int map_opcode(const struct iw_send_wr *wr, enum iw_rdmap_wr_opcode *op)
 	bool se = wr->send_flags & IW_SEND_SOLICITED;
 	switch (wr->opcode) {
 	case IW_WR_SEND:
-		*op = se ? IW_WR_SEND_SE : IW_RDMAP_WR_SEND;
+		*op = se ? IW_RDMAP_WR_SEND_SE : IW_RDMAP_WR_SEND;
 		return 0;
 	case IW_WR_SEND_WITH_SE:
-		*op = IW_WR_SEND_SE;
+		*op = IW_RDMAP_WR_SEND_SE;
 		return 0;
 	case IW_WR_SEND_WITH_INV:
-		*op = se ? IW_WR_SEND_SE_INV : IW_WR_SEND_INV;
+		*op = se ? IW_RDMAP_WR_SEND_SE_INV : IW_RDMAP_WR_SEND_INV;
 		return 0;
 	case IW_WR_SEND_WITH_SE_INV:
-		*op = IW_WR_SEND_SE_INV;
+		*op = IW_RDMAP_WR_SEND_SE_INV;
 		return 0;
 	case IW_WR_RDMA_WRITE:
-		*op = IW_WR_WRITE;
+		*op = IW_RDMAP_WR_WRITE;
 		return 0;
 	case IW_WR_RDMA_READ:
-		*op = IW_WR_READ;
+		*op = IW_RDMAP_WR_READ;
 		return 0;
 	}
 	return -EINVAL;
@@ -730,7 +730,7 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 		return -EINVAL;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
 		return -EINVAL;
-	bool read = w.opcode == IW_WR_READ, inl = wr->send_flags & IW_SEND_INLINE;
+	bool read = w.opcode == IW_RDMAP_WR_READ, inl = wr->send_flags & IW_SEND_INLINE;
 	/* An iWARP READ sink is one STag: one SGE; inline makes no sense. */
 	if (read && (inl || wr->num_sge > 1 || c->cfg.ord == 0))
 		return -EINVAL;
