@@ -176,7 +176,7 @@ static void usage(FILE *f)
 	      "    iwperf - iWARP RDMA bandwidth and latency over libiwarp, with a TCP baseline\n"
 	      "\n"
 	      "SYNOPSIS\n"
-	      "    iwperf -s [-p PORT] [--tcp-port PORT] [--once] [-v]\n"
+	      "    iwperf -s [-a ADDR] [-p PORT] [--tcp-port PORT] [--once] [-v]\n"
 	      "    iwperf -c ADDR [-t write|read|send|lat] [-S SIZE | --sweep[=LIST]]\n"
 	      "           [-n ITERS | -D SECONDS] [-Q DEPTH] [-q QPS] [--tcp] [--json] [OPTIONS]\n"
 	      "\n"
@@ -197,6 +197,7 @@ static void usage(FILE *f)
 	      "OPTIONS\n"
 	      "    -s, --server          run the server\n"
 	      "    -c, --client ADDR     run a test against the server at ADDR\n"
+	      "    -a, --addr ADDR       server: listen on ADDR only (default: all IPv4)\n"
 	      "    -p, --port PORT       iWARP port (default 18516)\n"
 	      "        --tcp-port PORT   plain TCP port (default PORT+1)\n"
 	      "    -t, --test TEST       write (default), read, send or lat\n"
@@ -280,6 +281,7 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 	static const struct option lopts[] = {
 		{ "server", no_argument, NULL, 's' },
 		{ "client", required_argument, NULL, 'c' },
+		{ "addr", required_argument, NULL, 'a' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "tcp-port", required_argument, NULL, OPT_TCP_PORT },
 		{ "test", required_argument, NULL, 't' },
@@ -313,10 +315,11 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 	o->nqps = 1;
 	o->crc = IW_CRC_ON;
 	o->timeout_s = 10.0;
-	while ((ch = getopt_long(argc, argv, "sc:p:t:S:n:D:Q:q:vh", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "sc:a:p:t:S:n:D:Q:q:vh", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': o->server = true; break;
 		case 'c': o->addr = optarg; break;
+		case 'a': o->bind = optarg; break;
 		case 'p':
 			if (tc_parse_uint(optarg, 1, 65534, &v))
 				goto bad;
@@ -395,6 +398,10 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 	}
 	if (o->server == (o->addr != NULL)) {
 		tc_err("give exactly one of -s (server) and -c ADDR (client)");
+		return -1;
+	}
+	if (o->bind && !o->server) {
+		tc_err("-a is a server option (the client takes the address after -c)");
 		return -1;
 	}
 	if (size_set && sweep) {

@@ -52,7 +52,8 @@ enum perf_test { PT_WRITE, PT_READ, PT_SEND, PT_LAT };
 
 struct perf_opts {
 	bool server, tcp, json, verbose, once, markers, busy;
-	const char *addr;
+	const char *addr; /* client: the server */
+	const char *bind; /* server: listen address (NULL: all IPv4) */
 	const char *port;
 	char tcp_port[8];
 	enum perf_test test;

@@ -517,7 +517,7 @@ int perf_server(const struct perf_opts *o)
 		tc_err("setup: %s", strerror(-rc));
 		goto out;
 	}
-	if (tc_resolve(NULL, o->port, true, &ss, NULL))
+	if (tc_resolve(o->bind, o->port, true, &ss, NULL))
 		goto out;
 	rc = iw_cm_listen(s.listen_id, (struct sockaddr *)&ss, 1024);
 	if (rc) {

@@ -128,7 +128,7 @@ int perf_tcp_server_open(const struct perf_opts *o, struct perf_tcp_server **out
 	ts->scratch = malloc(TCP_SCRATCH);
 	ts->map = calloc(MAX_TCP_CONNS + 1, sizeof(*ts->map));
 	ts->lfd = -1;
-	if (ts->scratch == NULL || ts->map == NULL || tc_resolve(NULL, o->tcp_port, true, &ss, &sl))
+	if (ts->scratch == NULL || ts->map == NULL || tc_resolve(o->bind, o->tcp_port, true, &ss, &sl))
 		goto fail;
 	ts->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (ts->lfd < 0)
