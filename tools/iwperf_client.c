@@ -366,8 +366,8 @@ static void disconnect_all(struct client *cl)
 	for (i = 0; i < cl->nq; i++) {
 		struct cqp *q = &cl->q[i];
 
-		if (q->state != Q_READY && q->state != Q_CONNECTING)
-			continue;
+		if (q->state != Q_READY)
+			continue; /* connecting ones are aborted by the teardown */
 		if (iw_cm_disconnect(q->id) == 0) {
 			q->state = Q_CLOSING;
 			open++;
