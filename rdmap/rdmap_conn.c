@@ -215,6 +215,7 @@ static void on_header(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *ev)
 	struct iw_term_cause cause;
 
 	c->rx.ird_overflow = false;
+	c->rx.dest_gone = false;
 	memcpy(c->rx.ulpdu_head, ev->hdr, ev->hdr_len);
 	c->rx.hdr_len = ev->hdr_len;
 	c->rx.ulpdu_len = ev->ulpdu_len;
@@ -335,6 +336,11 @@ static void on_terminate(struct iw_rdmap_conn *c)
 static void on_fpdu(struct iw_rdmap_conn *c)
 {
 	const struct iw_ddp_segment *s = &c->rx.seg;
+
+	if (c->rx.dest_gone) {
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_TAGGED, IW_ECODE_DDP_T_INV_STAG));
+		return;
+	}
 	bool complete = iw_ddp_rx_end(&c->ddp_rx, s);
 
 	c->fpdus_rx++;
@@ -380,6 +386,23 @@ static void on_rx_event(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *e
 		break;
 	case IW_MPA_RX_NONE:
 		break;
+	}
+}
+
+void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, const void *addr, size_t len)
+{
+	const struct iw_ddp_segment *s = &c->rx.seg;
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+
+	if (c->state != IW_RDMAP_ST_RTS || c->mpa_rx.state != IW_MPA_RX_S_PAYLOAD || !s->hdr.tagged)
+		return;
+	for (int i = 0; i < s->ndest; i++) {
+		uintptr_t d = (uintptr_t)s->dest[i].iov_base;
+		if (d < hi && d + s->dest[i].iov_len > lo) {
+			iw_mpa_rx_drop_sink(&c->mpa_rx);
+			c->rx.dest_gone = true;
+			return;
+		}
 	}
 }
 
