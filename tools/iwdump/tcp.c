@@ -350,6 +350,12 @@ static void stream_packet(struct iwd_conn *c, int dir, const struct iwd_pkt *p, 
 		o->have_ack = true;
 		/* Before the peer sent anything, our ACK is where it starts. */
 		set_base(o, p->ack);
+		/* Acknowledged bytes the capture does not have passed the
+		 * capture point unseen: that hole will not be filled. Say so
+		 * now, before this side's replies are judged without them.
+		 * (One octet more may be a FIN the capture missed.) */
+		if (o->have_base && !o->gap && !o->ended && seq_gt(p->ack, o->next + 1))
+			gap(c, !dir, o->next, p->ack - o->next, w, "");
 	}
 	if (p->flags & IWD_TCP_RST) {
 		conn_close(c, w);
