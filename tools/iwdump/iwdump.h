@@ -108,6 +108,9 @@ void iwd_sess_free(struct iwd_sess *s);
 void iwd_sess_data(struct iwd_conn *c, int dir, const uint8_t *data, size_t len, const struct iwd_where *w);
 /* The direction ended cleanly (FIN/RST reached, or end of capture). */
 void iwd_sess_end(struct iwd_conn *c, int dir, const struct iwd_where *w);
+/* Whether direction dir's bytes still matter (handshake or FPDUs being
+ * decoded); when not, the TCP layer drops them without warnings. */
+bool iwd_sess_wants(const struct iwd_conn *c, int dir);
 /* The direction lost bytes: stop decoding it. */
 void iwd_sess_stop(struct iwd_conn *c, int dir);
 

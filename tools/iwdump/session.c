@@ -262,6 +262,13 @@ void iwd_sess_end(struct iwd_conn *c, int dir, const struct iwd_where *w)
 	s->dead[dir] = true;
 }
 
+bool iwd_sess_wants(const struct iwd_conn *c, int dir)
+{
+	const struct iwd_sess *s = &c->sess;
+
+	return (s->state == IWD_S_HANDSHAKE || s->state == IWD_S_FPDU) && !s->dead[dir];
+}
+
 void iwd_sess_stop(struct iwd_conn *c, int dir)
 {
 	c->sess.dead[dir] = true;

@@ -199,12 +199,23 @@ static void free_pending(struct iwd_stream *s)
 	s->pend_bytes = 0;
 }
 
+/* Where the hole at s->next ends: the next segment held, else limit. */
+static uint32_t hole_end(const struct iwd_stream *s, uint32_t limit)
+{
+	if (s->pend && seq_lt(s->pend->seq, limit))
+		return s->pend->seq;
+	return limit;
+}
+
 static void gap(struct iwd_conn *c, int dir, uint32_t seq, uint32_t n, const struct iwd_where *w, const char *why)
 {
 	struct iwd_stream *s = &c->s[dir];
 
 	s->gap = true;
 	free_pending(s);
+	/* Bytes nobody decodes any more are no capture problem. */
+	if (!iwd_sess_wants(c, dir))
+		return;
 	iwd_out_warning(c, dir, w, "gap of %u bytes at seq %u%s; rest of this direction not decoded", n, seq, why);
 	iwd_sess_stop(c, dir);
 }
@@ -271,6 +282,15 @@ static void segment_data(struct iwd_conn *c, int dir, uint32_t seq, const uint8_
 
 	if (!len || s->gap || s->ended)
 		return;
+	if (!iwd_sess_wants(c, dir)) {
+		/* Not decoded: follow the sequence space, keep nothing. */
+		free_pending(s);
+		if (seq_gt(seq + (uint32_t)len, s->next)) {
+			s->bytes += seq + (uint32_t)len - s->next;
+			s->next = seq + (uint32_t)len;
+		}
+		return;
+	}
 	if (seq_gt(seq, s->next)) {
 		hold(c, dir, seq, data, len, w);
 		return;
@@ -323,7 +343,7 @@ static void close_stream(struct iwd_conn *c, int dir, const struct iwd_where *w)
 		/* The peer acknowledged bytes the capture does not have (a FIN
 		 * not seen would count one too many: tolerate it). */
 		if (s->have_ack && seq_gt(s->max_ack, s->next + 1)) {
-			gap(c, dir, s->next, s->max_ack - s->next, w, "");
+			gap(c, dir, s->next, hole_end(s, s->max_ack) - s->next, w, "");
 			return;
 		}
 	}
@@ -355,7 +375,7 @@ static void stream_packet(struct iwd_conn *c, int dir, const struct iwd_pkt *p, 
 		 * now, before this side's replies are judged without them.
 		 * (One octet more may be a FIN the capture missed.) */
 		if (o->have_base && !o->gap && !o->ended && seq_gt(p->ack, o->next + 1))
-			gap(c, !dir, o->next, p->ack - o->next, w, "");
+			gap(c, !dir, o->next, hole_end(o, p->ack) - o->next, w, "");
 	}
 	if (p->flags & IWD_TCP_RST) {
 		conn_close(c, w);
