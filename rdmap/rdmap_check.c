@@ -206,6 +206,7 @@ bool iw_rdmap_check_stopped(const struct iw_rdmap_check *c, int dir)
 void iw_rdmap_check_stop(struct iw_rdmap_check *c, int dir)
 {
 	c->d[dir & 1].stopped = true;
+	c->d[dir & 1].lost = true;
 }
 
 /* ---- segment level ---------------------------------------------------- */
@@ -317,8 +318,12 @@ static void check_untagged(struct iw_rdmap_check *c, int dir, const struct iw_dd
 		ev->viol.msn = h->msn;
 		q->mo = h->mo;
 	}
-	if (h->qn != IW_DDP_QN_SEND)
+	if (h->qn != IW_DDP_QN_SEND) {
+		/* A new body: bytes the caller does not hand over read as 0. */
+		if (h->mo == 0)
+			memset(c->d[dir].body[h->qn], 0, IW_RDMAP_CHECK_BODY_MAX);
 		body_keep(c->d[dir].body[h->qn], h->mo, body, body_len);
+	}
 	if (ev->has_violation) {
 		/* A violation and a message can share one event, but never two
 		 * violations: hold the Read Request checks back. */
@@ -363,7 +368,7 @@ static void check_read_resp(struct iw_rdmap_check *c, int dir, const struct iw_d
 	const struct iw_rdmap_read_req *rr;
 	uint64_t want_to;
 
-	if (r->rd_count == 0 && r->stopped) {
+	if (r->rd_count == 0 && r->lost) {
 		/* The request may be in what the requester's direction lost:
 		 * report the message, judge nothing. */
 		check_tagged(&c->d[dir].resp_unknown, IW_OP_READ_RESP, h, payload_len, ev);
@@ -407,8 +412,9 @@ static void segment(struct iw_rdmap_check *c, int dir, const uint8_t *hdr, size_
 {
 	struct iw_ddp_hdr *h = &ev->fpdu.hdr;
 	const struct iw_rdmap_opinfo *op;
+	size_t ulpdu;
 
-	if (!hdr || iw_ddp_hdr_decode(hdr, hdr_len, h) == 0) {
+	if (!hdr || (hdr_len = iw_ddp_hdr_decode(hdr, hdr_len, h)) == 0) {
 		/* The caller framed less than the T bit announces: too short. */
 		violate(ev, IW_CHK_MPA_LEN_SMALL, hdr_len + payload_len,
 			hdr && hdr_len ? iw_ddp_hdr_len_ctrl(hdr[0]) : IW_DDP_TAGGED_HDR_LEN);
@@ -418,7 +424,8 @@ static void segment(struct iw_rdmap_check *c, int dir, const uint8_t *hdr, size_
 		body_len = payload_len;
 	ev->fpdu.opcode = iw_rdmap_opcode_of(h->ulp_ctrl);
 	ev->fpdu.payload_len = (uint16_t)(payload_len > UINT16_MAX ? UINT16_MAX : payload_len);
-	ev->fpdu.ulpdu_len = (uint16_t)(hdr_len + payload_len > UINT16_MAX ? UINT16_MAX : hdr_len + payload_len);
+	ulpdu = hdr_len + payload_len;
+	ev->fpdu.ulpdu_len = (uint16_t)(ulpdu > UINT16_MAX ? UINT16_MAX : ulpdu);
 	op = &iw_rdmap_optable[ev->fpdu.opcode];
 
 	/* The order of rdmap_conn.c's receive path: a bad DDP version makes
@@ -572,12 +579,14 @@ size_t iw_rdmap_check_feed(struct iw_rdmap_check *c, int dir, const void *data, 
 			ev->fpdu.stream_off = rev.fpdu_off;
 			mpa_violation(c, dir, &rev, ev);
 			d->stopped = true;
+			d->lost = true;
 			d->in_fpdu = false;
 			return len;
 		case IW_MPA_RX_NONE:
 			if (n == 0) {
 				/* Cannot happen: every HEADER gets its sink. */
 				d->stopped = true;
+				d->lost = true;
 				return len;
 			}
 			break;

@@ -169,6 +169,7 @@ struct iw_rdmap_check_tmsg {
 struct iw_rdmap_check_dir {
 	struct iw_mpa_rx rx;
 	bool stopped;
+	bool lost;    /* stopped with bytes unseen (MPA error, caller's gap) */
 	bool in_fpdu; /* stream level: a HEADER event was seen, FPDU pending */
 	uint8_t hdr[IW_MPA_RX_MAX_HDR];
 	uint16_t hdr_len;
@@ -232,9 +233,12 @@ bool iw_rdmap_check_stopped(const struct iw_rdmap_check *c, int dir);
 void iw_rdmap_check_stop(struct iw_rdmap_check *c, int dir);
 
 /* Segment level: one deframed segment of direction dir. hdr holds the DDP
- * header (hdr_len >= the length its T bit announces); body the first
- * body_len (<= payload_len) payload bytes, needed only for Read Requests
- * and Terminates. Fills an FPDU event (crc NONE, stream_off 0). */
+ * header (hdr_len at least the length its T bit announces; more is
+ * ignored; less is reported as IW_CHK_MPA_LEN_SMALL); payload_len counts
+ * the ULPDU bytes after the DDP header; body holds the first body_len of
+ * them (body_len <= payload_len; only Read Request and Terminate bodies
+ * are looked at, missing bytes read as 0). Fills an FPDU event (crc NONE,
+ * stream_off 0). */
 void iw_rdmap_check_segment(struct iw_rdmap_check *c, int dir, const uint8_t *hdr, size_t hdr_len,
 			    const uint8_t *body, size_t body_len, size_t payload_len,
 			    struct iw_rdmap_check_ev *ev);

@@ -14,6 +14,8 @@
 #include "iwd_run.h"
 #include "iwt_common.h"
 #include "iwt_ddp.h"
+#include "iwt_fpdu.h"
+#include "iwt_handshake.h"
 
 #define A IWT_TCP_A
 #define B IWT_TCP_B
@@ -443,6 +445,126 @@ START_TEST(test_ird_exceeded)
 }
 END_TEST
 
+/* ---- MPA handshakes, several connections in one capture ----------------- */
+
+struct hs_case {
+	uint8_t req_flags, req_rev, rep_flags, rep_rev;
+	uint16_t req_w1, req_w2, rep_w1, rep_w2;
+	bool fpdu_behind_reply; /* B sends an FPDU in the Reply's segment */
+};
+
+/* One connection on port pair (40100 + i, 7174): handshake frames as
+ * given, then a one-FPDU Send from A, then close. Returns the Reply's frame. */
+static uint64_t hs_conn(struct iwt_pcap *pc, int i, const struct hs_case *hc)
+{
+	struct iwt_endpoint ea, eb;
+	struct iwt_tcp t;
+	uint8_t req[64], rep[64 + 64], fpdu[64];
+	size_t rl, pl, fl = 0;
+	uint64_t rep_frame;
+	struct iw_mpa_tx tx;
+	uint8_t h[IW_DDP_UNTAGGED_HDR_LEN], body[8] = "payload";
+
+	ck_assert_int_eq(iwt_endpoint_set(&ea, "02:00:00:00:00:0a", "10.9.0.1", (uint16_t)(40100 + i)), 0);
+	ck_assert_int_eq(iwt_endpoint_set(&eb, "02:00:00:00:00:0b", "10.9.0.2", 7174), 0);
+	iwt_tcp_init(&t, pc, &ea, &eb, 1000u * (uint32_t)i, 7777u);
+	ck_assert_int_eq(iwt_tcp_handshake(&t), 0);
+	rl = iwt_mpa_req_bytes(hc->req_flags, hc->req_rev, hc->req_w1, hc->req_w2, NULL, 0, req);
+	pl = iwt_mpa_rep_bytes(hc->rep_flags, hc->rep_rev, hc->rep_w1, hc->rep_w2, NULL, 0, rep);
+	ck_assert_int_eq(iwt_tcp_segment(&t, IWT_TCP_A, IWT_TCP_PSH, req, rl), 0);
+	iwt_ddp_untagged(h, iw_rdmap_ctrl(IW_OP_SEND), 0, 0, 1, 0, true, 1);
+	if (hc->fpdu_behind_reply) {
+		struct iovec v = {body, sizeof(body)};
+		ssize_t n;
+
+		iw_mpa_tx_init(&tx, hc->rep_flags & 0x40, false);
+		n = iwt_fpdu_build_flat(&tx, h, sizeof(h), &v, 1, fpdu, sizeof(fpdu));
+		ck_assert_int_gt(n, 0);
+		memcpy(rep + pl, fpdu, (size_t)n);
+		fl = (size_t)n;
+	}
+	ck_assert_int_eq(iwt_tcp_segment(&t, IWT_TCP_B, IWT_TCP_PSH, rep, pl + fl), 0);
+	rep_frame = pc->packets;
+	{
+		struct iovec v = {body, sizeof(body)};
+		ssize_t n;
+
+		iw_mpa_tx_init(&tx, hc->rep_flags & 0x40, false);
+		n = iwt_fpdu_build_flat(&tx, h, sizeof(h), &v, 1, fpdu, sizeof(fpdu));
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(iwt_tcp_segment(&t, IWT_TCP_A, IWT_TCP_PSH, fpdu, (size_t)n), 0);
+	}
+	ck_assert_int_eq(iwt_tcp_close(&t, IWT_TCP_A), 0);
+	return rep_frame;
+}
+
+START_TEST(test_mpa_handshakes)
+{
+	static const struct hs_case hc[] = {
+		/* 1: siw-style rev 2 enhanced, C=1, peer-to-peer with WRITE RTR */
+		{0x50, 2, 0x50, 2, 0x8004, 0xC004, 0x8002, 0x8002, false},
+		/* 2: rejected by the responder */
+		{0x50, 2, 0x70, 2, 1, 1, 1, 1, false},
+		/* 3: Reply with revision 3 */
+		{0x50, 2, 0x50, 3, 1, 1, 1, 1, false},
+		/* 4: reserved flag bit in the Request (strict decoding only) */
+		{0x51, 2, 0x50, 2, 1, 1, 1, 1, false},
+		/* 5: rev 2 Reply to a rev 1 Request */
+		{0x40, 1, 0x40, 2, 0, 0, 0, 0, false},
+		/* 6: an FPDU right behind the Reply */
+		{0x50, 2, 0x50, 2, 1, 1, 1, 1, true},
+		/* 7: rev 1, no CRC */
+		{0x00, 1, 0x00, 1, 0, 0, 0, 0, false},
+	};
+	static const char *const plain[] = {NULL};
+	struct iwt_pcap pc;
+	char path[1024], *out;
+	uint64_t rf[7];
+
+	iwd_path(path, sizeof(path), "mpa.pcap");
+	ck_assert_int_eq(iwt_pcap_open(&pc, path), 0);
+	for (int i = 0; i < 7; i++)
+		rf[i] = hs_conn(&pc, i, &hc[i]);
+	ck_assert_int_eq(iwt_pcap_close(&pc), 0);
+
+	ck_assert_int_eq(run("mpa.pcap", check_args, "mpa.out", &out), 1);
+	assert_line(out, "CONN 1 frame 1: 10.9.0.1:40100 > 10.9.0.2:7174");
+	assert_line(out, "MPA conn 1 dir A>B frame 4: Request rev 2 M=0 C=1 R=0 enhanced ird 4 ord 4 p2p rtr WRITE,READ pd 0");
+	assert_linef(out, "MPA conn 1 dir B>A frame %" PRIu64 ": Reply rev 2 M=0 C=1 R=0 enhanced ird 2 ord 2 p2p rtr WRITE pd 0",
+		     rf[0]);
+	assert_linef(out, "MPA conn 1 frame %" PRIu64 ": negotiated rev 2 enhanced, crc on, markers A>B off B>A off, "
+			  "A ird 4 ord 2, B ird 2 ord 2, p2p", rf[0]);
+	assert_line(out, "SUMMARY conn 1: 10.9.0.1:40100 > 10.9.0.2:7174: decoded");
+	assert_linef(out, "NOTE conn 2 dir B>A frame %" PRIu64 ": connection rejected by the responder (MPA Reply with R=1)",
+		     rf[1]);
+	assert_line(out, "SUMMARY conn 2: 10.9.0.1:40101 > 10.9.0.2:7174: rejected by the responder");
+	assert_linef(out, "VIOLATION conn 3 dir B>A frame %" PRIu64 ": invalid MPA Reply: MPA revision not 1 or 2 "
+			  "(layer 2 etype 0 ecode 0x04)", rf[2]);
+	assert_line(out, "SUMMARY conn 3: 10.9.0.1:40102 > 10.9.0.2:7174: MPA handshake invalid");
+	assert_linef(out, "VIOLATION conn 4 dir A>B frame %" PRIu64 ": invalid MPA Request: reserved MPA flag bits set "
+			  "(layer 2 etype 0 ecode 0x04)", rf[3] - 1);
+	assert_line(out, "SUMMARY conn 4: 10.9.0.1:40103 > 10.9.0.2:7174: decoded");
+	assert_linef(out, "VIOLATION conn 5 dir B>A frame %" PRIu64 ": MPA Reply refused: MPA Reply inconsistent with "
+			  "the Request (layer 2 etype 0 ecode 0x04)", rf[4]);
+	assert_linef(out, "NOTE conn 6 dir B>A frame %" PRIu64 ": responder sent FPDU bytes before the initiator's "
+			  "first FPDU (lock-step)", rf[5]);
+	assert_linef(out, "MPA conn 7 frame %" PRIu64 ": negotiated rev 1, crc off, markers A>B off B>A off, "
+			  "ird/ord not negotiated", rf[6]);
+	assert_line(out, "  mpa: rev 1, crc off, markers A>B off B>A off, ird/ord not negotiated");
+	/* The Send after each accepted handshake decodes. */
+	ck_assert_int_eq(iwd_count_prefix(out, "MSG conn 7 dir A>B frame"), 1);
+	ck_assert_int_eq(iwd_count_prefix(out, "MSG conn 6 dir B>A frame"), 1);
+	ck_assert_int_eq(iwd_count_prefix(out, "VIOLATION"), 3);
+	assert_line(out, "TOTAL 7 connections, 3 violations, 0 warnings");
+	free(out);
+	/* Reserved bits are ignored unless checking (RFC 5044). */
+	ck_assert_int_eq(run("mpa.pcap", plain, "mpa_plain.out", &out), 0);
+	ck_assert_int_eq(iwd_count_prefix(out, "VIOLATION conn 4"), 0);
+	assert_line(out, "TOTAL 7 connections, 2 violations, 0 warnings");
+	free(out);
+}
+END_TEST
+
 /* ---- TCP ----------------------------------------------------------------- */
 
 static void tcp_counts(const char *out, const char *dir, uint64_t *dup, uint64_t *ooo)
@@ -614,6 +736,7 @@ static Suite *iwdump_suite(void)
 	tcase_add_test(tv, test_truncated);
 	tcase_add_test(tv, test_marker_fpduptr);
 	tcase_add_test(tv, test_ird_exceeded);
+	tcase_add_test(tv, test_mpa_handshakes);
 	suite_add_tcase(s, tv);
 	tcase_add_loop_test(tt, test_tcp_mangled, 0, 3);
 	tcase_add_test(tt, test_tcp_gap);

@@ -522,6 +522,27 @@ START_TEST(test_unmatched_after_stop)
 	ck_assert_uint_eq(ev.msg.to, 0x5000);
 	ck_assert_uint_eq(ev.msg.len, 15);
 	free(c);
+
+	/* A direction that merely ended lost nothing: still judged. */
+	c = new_check(NULL);
+	ck_assert(!iw_rdmap_check_end(c, I2R, &ev));
+	ck_assert(iw_rdmap_check_stopped(c, I2R));
+	read_resp(c, R2I, 0x99, 0x5000, true, 10, &ev);
+	ck_assert(ev.has_violation && ev.viol.code == IW_CHK_RESP_UNEXPECTED);
+	free(c);
+
+	/* An MPA error loses the rest of the stream. */
+	c = new_check(NULL);
+	{
+		uint8_t junk[8] = {0, 1};
+
+		ck_assert_uint_eq(iw_rdmap_check_feed(c, I2R, junk, sizeof(junk), &ev), sizeof(junk));
+		ck_assert_int_eq(ev.type, IW_CHK_EV_STOP);
+	}
+	read_resp(c, R2I, 0x99, 0x5000, true, 10, &ev);
+	assert_clean(&ev);
+	ck_assert(ev.has_msg && !ev.msg.rr_known);
+	free(c);
 }
 END_TEST
 
