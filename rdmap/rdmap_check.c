@@ -34,6 +34,8 @@ static const struct iw_term_cause code_causes[IW_CHK_CODE_COUNT] = {
 	[IW_CHK_RESP_SHORT] = { IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED },
 	[IW_CHK_READ_REQ_LEN] = { IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED },
 	[IW_CHK_IRD] = { IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_CATA_STREAM },
+	/* The receiver places a Read Request body in a 28-byte buffer. */
+	[IW_CHK_READ_REQ_LONG] = { IW_LAYER_DDP, IW_ETYPE_DDP_UNTAGGED, IW_ECODE_DDP_U_TOO_LONG },
 };
 
 struct iw_term_cause iw_rdmap_check_code_cause(enum iw_rdmap_check_code code)
@@ -109,6 +111,9 @@ int iw_rdmap_violation_str(const struct iw_rdmap_violation *v, char *buf, size_t
 				v->want);
 	case IW_CHK_READ_REQ_LEN:
 		return snprintf(buf, cap, "Read Request body of %" PRIu64 " bytes, expected %d at MO 0", v->got,
+				IW_RDMAP_READ_REQ_LEN);
+	case IW_CHK_READ_REQ_LONG:
+		return snprintf(buf, cap, "Read Request body of %" PRIu64 " bytes, longer than %d", v->got,
 				IW_RDMAP_READ_REQ_LEN);
 	case IW_CHK_IRD:
 		return snprintf(buf, cap, "Read Request beyond IRD %" PRIu64 " (%" PRIu64 " outstanding)", v->want,
@@ -317,6 +322,8 @@ static void check_untagged(struct iw_rdmap_check *c, int dir, const struct iw_dd
 		ev->viol.qn = h->qn;
 		ev->viol.msn = h->msn;
 		q->mo = h->mo;
+	} else if (h->qn == IW_DDP_QN_READ_REQ && (uint64_t)h->mo + payload_len > IW_RDMAP_READ_REQ_LEN) {
+		violate(ev, IW_CHK_READ_REQ_LONG, (uint64_t)h->mo + payload_len, IW_RDMAP_READ_REQ_LEN);
 	}
 	if (h->qn != IW_DDP_QN_SEND) {
 		/* A new body: bytes the caller does not hand over read as 0. */

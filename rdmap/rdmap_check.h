@@ -18,8 +18,9 @@
  * Every complete FPDU yields an event with its decoded header, at most one
  * violation and at most one completed message. A violation names the
  * Terminate (layer, etype, ecode) the receiver should send, in the order
- * the receive path (rdmap_conn.c) checks: DDP version, RDMAP version,
- * opcode, QN, Read Response match, MSN, MO, Read Request body, IRD.
+ * the receive path (rdmap_conn.c) checks, and with its causes (the
+ * tests hold the two together): DDP version, RDMAP version, opcode, QN,
+ * Read Response match, MSN, MO, Read Request body, IRD.
  * After a DDP/RDMAP violation the checker adopts what it saw (e.g. the
  * MSN) and goes on, so one bad segment is one violation. An MPA-level
  * violation (CRC, marker, ULPDU_LENGTH, truncated FPDU) stops that
@@ -78,8 +79,9 @@ enum iw_rdmap_check_code {
 	IW_CHK_RESP_TO,        /* TO not where the response has got to (1,1,1) */
 	IW_CHK_RESP_TOO_LONG,  /* more bytes than requested (1,1,1) */
 	IW_CHK_RESP_SHORT,     /* L=1 before the requested size (0,2,0xFF) */
-	IW_CHK_READ_REQ_LEN,   /* body not exactly 28 bytes at MO 0 (0,2,0xFF) */
+	IW_CHK_READ_REQ_LEN,   /* body shorter than 28 bytes, or not at MO 0 (0,2,0xFF) */
 	IW_CHK_IRD,            /* more Read Requests outstanding than the receiver's IRD (0,2,7) */
+	IW_CHK_READ_REQ_LONG,  /* body beyond its 28 bytes: too long for the buffer (1,2,5) */
 	IW_CHK_CODE_COUNT,
 };
 

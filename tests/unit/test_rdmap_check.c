@@ -8,13 +8,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+
+#include "iwt_b2b.h"
 #include "iwt_common.h"
-#include "iwt_ddp.h"
+#include "iw_bytes.h"
 #include "iwt_fpdu.h"
 #include "rdmap/rdmap_check.h"
 
 #define I2R IW_CHK_I2R
 #define R2I IW_CHK_R2I
+
+/* Raw DDP headers with any field value (tests/helpers/iwt_ddp.h has the
+ * same, but its struct iwt_mr clashes with iwt_b2b.h's). */
+static size_t hdr_t(uint8_t *b, uint8_t ulp_ctrl, uint32_t stag, uint64_t to, bool last, uint8_t version)
+{
+	b[0] = (uint8_t)(IW_DDP_CTRL_TAGGED | (last ? IW_DDP_CTRL_LAST : 0) | (version & IW_DDP_CTRL_DV_MASK));
+	b[1] = ulp_ctrl;
+	iw_put_be32(b + 2, stag);
+	iw_put_be64(b + 6, to);
+	return IW_DDP_TAGGED_HDR_LEN;
+}
+
+static size_t hdr_u(uint8_t *b, uint8_t ulp_ctrl, uint32_t ulp_word, uint32_t qn, uint32_t msn, uint32_t mo,
+		    bool last, uint8_t version)
+{
+	b[0] = (uint8_t)((last ? IW_DDP_CTRL_LAST : 0) | (version & IW_DDP_CTRL_DV_MASK));
+	b[1] = ulp_ctrl;
+	iw_put_be32(b + 2, ulp_word);
+	iw_put_be32(b + 6, qn);
+	iw_put_be32(b + 10, msn);
+	iw_put_be32(b + 14, mo);
+	return IW_DDP_UNTAGGED_HDR_LEN;
+}
 
 static struct iw_rdmap_check *new_check(const struct iw_rdmap_check_cfg *cfg)
 {
@@ -31,7 +57,7 @@ static void seg_u(struct iw_rdmap_check *c, int dir, uint8_t ctrl, uint32_t qn, 
 {
 	uint8_t h[IW_DDP_UNTAGGED_HDR_LEN];
 
-	iwt_ddp_untagged(h, ctrl, 0, qn, msn, mo, last, IW_DDP_VERSION);
+	hdr_u(h, ctrl, 0, qn, msn, mo, last, IW_DDP_VERSION);
 	iw_rdmap_check_segment(c, dir, h, sizeof(h), body, body ? len : 0, len, ev);
 }
 
@@ -40,7 +66,7 @@ static void seg_t(struct iw_rdmap_check *c, int dir, uint8_t ctrl, uint32_t stag
 {
 	uint8_t h[IW_DDP_TAGGED_HDR_LEN];
 
-	iwt_ddp_tagged(h, ctrl, stag, to, last, IW_DDP_VERSION);
+	hdr_t(h, ctrl, stag, to, last, IW_DDP_VERSION);
 	iw_rdmap_check_segment(c, dir, h, sizeof(h), NULL, 0, len, ev);
 }
 
@@ -200,7 +226,7 @@ START_TEST(test_clean_session)
 	{
 		uint8_t h[IW_DDP_UNTAGGED_HDR_LEN];
 
-		iwt_ddp_untagged(h, iw_rdmap_ctrl(IW_OP_SEND_SE_INV), 0xabcd01, 0, 2, 0, true, 1);
+		hdr_u(h, iw_rdmap_ctrl(IW_OP_SEND_SE_INV), 0xabcd01, 0, 2, 0, true, 1);
 		iw_rdmap_check_segment(c, I2R, h, sizeof(h), NULL, 0, 0, &ev);
 		assert_clean(&ev);
 		ck_assert(ev.has_msg);
@@ -252,7 +278,7 @@ START_TEST(test_clean_session)
 	assert_clean(&ev);
 
 	/* A Terminate (siw layout) is a message, not a violation. */
-	iwt_ddp_tagged(bad, iw_rdmap_ctrl(IW_OP_WRITE), 0xdeadbe00, 0x1000, true, 1);
+	hdr_t(bad, iw_rdmap_ctrl(IW_OP_WRITE), 0xdeadbe00, 0x1000, true, 1);
 	iw_rdmap_term_prepare(&t, IW_TERM_CAUSE(1, 1, 0), bad, IW_DDP_TAGGED_HDR_LEN, 16);
 	tl = iw_rdmap_term_encode(&t, tb);
 	tb[0] = 0x11; /* siw: etype << 4 | layer */
@@ -336,8 +362,10 @@ static const struct vcase vcases[] = {
 	 C(1, 1, 1), "Read Response of 101 bytes exceeds the requested 100"},
 	{"resp short", S_READ, R2I, true, 1, 0x42, 0x3300, 0x10000, 0, true, 99, false, IW_CHK_RESP_SHORT,
 	 C(0, 2, 0xFF), "Read Response ended after 99 of 100 bytes"},
-	{"read req long", S_NONE, I2R, false, 1, 0x41, 1, 1, 0, true, 30, true, IW_CHK_READ_REQ_LEN, C(0, 2, 0xFF),
-	 "Read Request body of 30 bytes, expected 28 at MO 0"},
+	{"read req long", S_NONE, I2R, false, 1, 0x41, 1, 1, 0, true, 30, true, IW_CHK_READ_REQ_LONG, C(1, 2, 5),
+	 "Read Request body of 30 bytes, longer than 28"},
+	{"read req short", S_NONE, I2R, false, 1, 0x41, 1, 1, 0, true, 20, true, IW_CHK_READ_REQ_LEN, C(0, 2, 0xFF),
+	 "Read Request body of 20 bytes, expected 28 at MO 0"},
 	{"read req ird", S_IRD1, I2R, false, 1, 0x41, 1, 2, 0, true, 28, true, IW_CHK_IRD, C(0, 2, 7),
 	 "Read Request beyond IRD 1 (1 outstanding)"},
 };
@@ -378,9 +406,9 @@ START_TEST(test_violation_cases)
 	c = new_check(&cfg);
 	setup(c, v->setup);
 	if (v->tagged)
-		hl = iwt_ddp_tagged(h, v->ctrl, v->stag_or_qn, v->to_or_msn, v->last, v->version);
+		hl = hdr_t(h, v->ctrl, v->stag_or_qn, v->to_or_msn, v->last, v->version);
 	else
-		hl = iwt_ddp_untagged(h, v->ctrl, 0, v->stag_or_qn, (uint32_t)v->to_or_msn, v->mo, v->last,
+		hl = hdr_u(h, v->ctrl, 0, v->stag_or_qn, (uint32_t)v->to_or_msn, v->mo, v->last,
 				      v->version);
 	iw_rdmap_check_segment(c, v->dir, h, hl, v->rr_body ? body : NULL, v->rr_body ? v->len : 0, v->len, &ev);
 	ck_assert_int_eq(ev.type, IW_CHK_EV_FPDU);
@@ -464,7 +492,7 @@ START_TEST(test_resync)
 	{
 		uint8_t h[IW_DDP_UNTAGGED_HDR_LEN];
 
-		iwt_ddp_untagged(h, iw_rdmap_ctrl(IW_OP_SEND), 0, 0, 77, 0, true, 3);
+		hdr_u(h, iw_rdmap_ctrl(IW_OP_SEND), 0, 0, 77, 0, true, 3);
 		iw_rdmap_check_segment(c, I2R, h, sizeof(h), NULL, 0, 1, &ev);
 		ck_assert(ev.has_violation && ev.viol.code == IW_CHK_DDP_VERSION_U && !ev.has_msg);
 	}
@@ -488,7 +516,7 @@ START_TEST(test_short_header)
 	uint8_t h[IW_DDP_UNTAGGED_HDR_LEN];
 
 	/* A caller that frames less than the T bit announces. */
-	iwt_ddp_untagged(h, iw_rdmap_ctrl(IW_OP_SEND), 0, 0, 1, 0, true, 1);
+	hdr_u(h, iw_rdmap_ctrl(IW_OP_SEND), 0, 0, 1, 0, true, 1);
 	iw_rdmap_check_segment(c, I2R, h, 10, NULL, 0, 0, &ev);
 	ck_assert(ev.has_violation && ev.viol.code == IW_CHK_MPA_LEN_SMALL);
 	iw_rdmap_check_segment(c, I2R, NULL, 0, NULL, 0, 0, &ev);
@@ -570,7 +598,7 @@ START_TEST(test_violation_texts)
 
 		iw_rdmap_violation_set(&v, IW_CHK_CODE_COUNT, 0, 0);
 		iw_rdmap_violation_str(&v, t, sizeof(t));
-		ck_assert_str_eq(t, "unknown violation 22");
+		ck_assert_str_eq(t, "unknown violation 23");
 		iw_rdmap_violation_set(&v, IW_CHK_MPA_FRAME, IW_MPA_FE_BAD_REV, IW_MPA_REPLY);
 		iw_rdmap_violation_str(&v, t, sizeof(t));
 		ck_assert_str_eq(t, "invalid MPA Reply: MPA revision not 1 or 2");
@@ -611,7 +639,7 @@ static int make_msgs(uint64_t *rng, struct smsg *s, int n, int *nmsgs, int *nrea
 		if (kind == 0 || (mo && kind != 3)) {
 			bool last = i == n - 1 || iwt_rand(rng) % 2;
 
-			hl = iwt_ddp_untagged(s[i].hdr, iw_rdmap_ctrl(IW_OP_SEND), 0, 0, msn, mo, last, 1);
+			hl = hdr_u(s[i].hdr, iw_rdmap_ctrl(IW_OP_SEND), 0, 0, msn, mo, last, 1);
 			mo += (uint32_t)len;
 			if (last) {
 				msn++;
@@ -621,14 +649,14 @@ static int make_msgs(uint64_t *rng, struct smsg *s, int n, int *nmsgs, int *nrea
 		} else if (kind == 1 || kind == 3) {
 			bool last = kind == 1;
 
-			hl = iwt_ddp_tagged(s[i].hdr, iw_rdmap_ctrl(IW_OP_WRITE), 0x77, 0x1000, last, 1);
+			hl = hdr_t(s[i].hdr, iw_rdmap_ctrl(IW_OP_WRITE), 0x77, 0x1000, last, 1);
 			*nmsgs += last;
 		} else {
 			struct iw_rdmap_read_req rr = {.sink_stag = 1, .size = 5};
 
 			len = IW_RDMAP_READ_REQ_LEN;
 			iw_rdmap_read_req_encode(&rr, s[i].payload);
-			hl = iwt_ddp_untagged(s[i].hdr, iw_rdmap_ctrl(IW_OP_READ_REQ), 0, 1, rmsn++, 0, true, 1);
+			hl = hdr_u(s[i].hdr, iw_rdmap_ctrl(IW_OP_READ_REQ), 0, 1, rmsn++, 0, true, 1);
 			(*nmsgs)++;
 			(*nreads)++;
 		}
@@ -642,6 +670,7 @@ static int make_msgs(uint64_t *rng, struct smsg *s, int n, int *nmsgs, int *nrea
 struct tally {
 	int fpdus, msgs, violations, stops, reads;
 	struct iw_rdmap_check_ev last;
+	struct iw_rdmap_violation first; /* first violation seen */
 };
 
 static void run_stream(struct iw_rdmap_check *c, int dir, const uint8_t *buf, size_t len, uint64_t *rng,
@@ -731,7 +760,7 @@ static size_t three_sends(bool crc, bool markers, uint8_t *buf, size_t cap, uint
 	ck_assert_uint_le(plen, sizeof(pl[0]));
 	for (int i = 0; i < 3; i++) {
 		memset(pl[i], 0x30 + i, plen);
-		iwt_ddp_untagged(h[i], iw_rdmap_ctrl(IW_OP_SEND), 0, 0, (uint32_t)i + 1, 0, true, 1);
+		hdr_u(h[i], iw_rdmap_ctrl(IW_OP_SEND), 0, 0, (uint32_t)i + 1, 0, true, 1);
 		m[i] = (struct iwt_fpdu_msg){h[i], sizeof(h[i]), pl[i], plen};
 	}
 	len = iwt_fpdu_stream(crc, markers, m, 3, buf, cap, offs, NULL);
@@ -836,7 +865,7 @@ START_TEST(test_stream_length_errors)
 		struct iwt_fpdu_msg m = {h, sizeof(h), NULL, 0};
 		ssize_t l;
 
-		iwt_ddp_untagged(h, iw_rdmap_ctrl(IW_OP_READ_REQ), 0, 1, 1, 0, true, 1);
+		hdr_u(h, iw_rdmap_ctrl(IW_OP_READ_REQ), 0, 1, 1, 0, true, 1);
 		l = iwt_fpdu_stream(true, false, &m, 1, buf, sizeof(buf), NULL, NULL);
 		ck_assert_int_gt(l, 0);
 		c = stream_check(true, false, 0);
@@ -949,6 +978,269 @@ START_TEST(test_stream_random)
 }
 END_TEST
 
+/* ---- against the real receive path ---------------------------------------- */
+
+/* The checker watches two rdmap_conn engines back to back (tests/helpers
+ * iwt_b2b): A's wire is I2R, B's is R2I. Bytes are tapped right after each
+ * pull, before they are delivered, so the checker sees them in the order
+ * they were sent. */
+struct tap {
+	struct iwt_b2b t;
+	struct iw_rdmap_check *c;
+	uint64_t fed[2];
+	struct tally tl[2];
+};
+
+static void tap_pull(struct tap *x, int dir)
+{
+	struct iwt_ep *ep = dir == I2R ? &x->t.a : &x->t.b;
+	uint64_t fresh;
+	const uint8_t *p;
+
+	iwt_ep_pull(&x->t, ep);
+	fresh = ep->wire_total - x->fed[dir];
+	ck_assert_uint_le(fresh, ep->wire_len);
+	p = ep->wire + ep->wire_len - fresh;
+	while (fresh) {
+		struct iw_rdmap_check_ev ev;
+		size_t n = iw_rdmap_check_feed(x->c, dir, p, (size_t)fresh, &ev);
+
+		p += n;
+		fresh -= n;
+		x->fed[dir] += n;
+		if (ev.type == IW_CHK_EV_NONE)
+			continue;
+		x->tl[dir].last = ev;
+		if (ev.has_violation && !x->tl[dir].violations)
+			x->tl[dir].first = ev.viol;
+		x->tl[dir].fpdus += ev.has_fpdu;
+		x->tl[dir].msgs += ev.has_msg;
+		x->tl[dir].violations += ev.has_violation;
+		x->tl[dir].stops += ev.type == IW_CHK_EV_STOP;
+		x->tl[dir].reads += ev.has_msg && ev.msg.opcode == IW_OP_READ_REQ;
+	}
+}
+
+static void tap_round(struct tap *x, size_t max_deliver)
+{
+	tap_pull(x, I2R);
+	tap_pull(x, R2I);
+	iwt_ep_deliver(&x->t, &x->t.a, &x->t.b, max_deliver);
+	iwt_ep_deliver(&x->t, &x->t.b, &x->t.a, max_deliver);
+}
+
+static void tap_init(struct tap *x, bool crc, bool markers, uint16_t ird, uint64_t seed)
+{
+	struct iw_rdmap_conn_cfg cfg = {
+		.crc = crc, .markers_tx = markers, .markers_rx = markers, .mulpdu = 1000, .ird = ird, .ord = ird};
+	struct iw_rdmap_check_cfg cc = {.crc = crc};
+
+	memset(x, 0, sizeof(*x));
+	iwt_b2b_init(&x->t, &cfg, seed);
+	x->t.max_chunk = 333;
+	cc.markers[I2R] = cc.markers[R2I] = markers;
+	cc.reads_known[I2R] = cc.reads_known[R2I] = true;
+	cc.max_reads[I2R] = cc.max_reads[R2I] = ird;
+	x->c = new_check(&cc);
+}
+
+static void tap_fini(struct tap *x)
+{
+	iwt_b2b_fini(&x->t);
+	free(x->c);
+}
+
+static struct iw_rdmap_wr wr_of(enum iw_rdmap_wr_opcode op, void *buf, size_t len)
+{
+	struct iw_rdmap_wr wr = {.opcode = op, .nsge = len ? 1 : 0};
+
+	wr.sgl[0].iov_base = buf;
+	wr.sgl[0].iov_len = len;
+	return wr;
+}
+
+/* What our own engines send passes, messages and all. */
+START_TEST(test_engine_traffic_clean)
+{
+	enum { N = 45, LEN = 3000 };
+	static uint8_t a_src[N][LEN], b_mem[N][LEN], a_sink[N][LEN], b_recv[N][LEN], a_recv[N][64], b_src[N][64];
+	uint64_t seed = iwt_seed() + 5;
+	struct tap x;
+	uint32_t b_stag, a_sink_stag;
+	int posted = 0, b_posted = 0, nread = 0;
+
+	tap_init(&x, _i & 1, _i & 2, 4, seed);
+	b_stag = iwt_mem_reg(&x.t.b.mem, b_mem, sizeof(b_mem), IW_RDMAP_ACC_REMOTE_WRITE | IW_RDMAP_ACC_REMOTE_READ,
+			     1, 1);
+	a_sink_stag = iwt_mem_reg(&x.t.a.mem, a_sink, sizeof(a_sink), IW_RDMAP_ACC_LOCAL_WRITE, 1, 2);
+	for (int i = 0; i < N; i++) {
+		struct iovec r = {b_recv[i], LEN}, q = {a_recv[i], 64};
+
+		iwt_mem_post_recv(&x.t.b.mem, (uint64_t)i, &r, 1);
+		iwt_mem_post_recv(&x.t.a.mem, (uint64_t)i, &q, 1);
+	}
+	while (posted < N || b_posted < N) {
+		while (posted < N) {
+			size_t len = (size_t)iwt_rand_range(&seed, 0, LEN);
+			struct iw_rdmap_wr wr;
+			int rc;
+
+			switch (posted % 3) {
+			case 0:
+				wr = wr_of(IW_WR_WRITE, a_src[posted], len);
+				wr.remote_stag = b_stag;
+				wr.remote_to = (uint64_t)(uintptr_t)b_mem[posted];
+				break;
+			case 1:
+				wr = wr_of(IW_WR_READ, a_sink[posted], len);
+				wr.remote_stag = b_stag;
+				wr.remote_to = (uint64_t)(uintptr_t)b_mem[posted];
+				wr.local_stag = a_sink_stag;
+				wr.local_to = (uint64_t)(uintptr_t)a_sink[posted];
+				break;
+			default:
+				wr = wr_of(posted % 2 ? IW_WR_SEND_SE : IW_WR_SEND, a_src[posted], len);
+				break;
+			}
+			rc = iw_rdmap_post(&x.t.a.conn, &wr);
+			if (rc == -ENOSPC)
+				break;
+			ck_assert_int_eq(rc, 0);
+			nread += posted % 3 == 1;
+			posted++;
+		}
+		while (b_posted < N) {
+			struct iw_rdmap_wr wr = wr_of(IW_WR_SEND, b_src[b_posted], 64);
+
+			if (iw_rdmap_post(&x.t.b.conn, &wr) == -ENOSPC)
+				break;
+			b_posted++;
+		}
+		tap_round(&x, (size_t)iwt_rand_range(&seed, 1, 20000));
+	}
+	for (int r = 0; r < 10000 && (x.t.a.wire_len || x.t.b.wire_len || iw_rdmap_tx_pending(&x.t.a.conn) ||
+				      iw_rdmap_tx_pending(&x.t.b.conn));
+	     r++)
+		tap_round(&x, SIZE_MAX);
+	ck_assert_uint_eq(iwt_ep_count(&x.t.a, IW_RDMAP_EV_ERROR) + iwt_ep_count(&x.t.b, IW_RDMAP_EV_ERROR), 0);
+	for (int d = 0; d < 2; d++) {
+		ck_assert_int_eq(x.tl[d].violations, 0);
+		ck_assert_int_eq(x.tl[d].stops, 0);
+	}
+	/* A: N/3 Writes, Read Requests and Sends; B: N Sends and N/3 Read
+	 * Responses. */
+	ck_assert_int_eq(x.tl[I2R].msgs, N);
+	ck_assert_int_eq(x.tl[I2R].reads, nread);
+	ck_assert_int_eq(x.tl[R2I].msgs, N + nread);
+	tap_fini(&x);
+}
+END_TEST
+
+/* A hand-made FPDU from A: the Terminate cause the checker names is the
+ * one B's engine reports. */
+struct inject_case {
+	const char *name;
+	bool tagged;
+	uint8_t ctrl, version;
+	uint32_t qn, msn, mo;
+	bool last;
+	size_t len;
+	int copies;    /* injected this many times, MSN counting up (0: once) */
+	bool b_reads;  /* B has a 100-byte READ from A outstanding */
+	int64_t to_off; /* tagged: TO relative to the sink buffer */
+	bool rr_body;  /* payload is a valid Read Request body */
+	bool wrong_stag; /* tagged: not the registered STag */
+};
+
+#define U(c, v, q, m, o, l) .ctrl = (c), .version = (v), .qn = (q), .msn = (m), .mo = (o), .len = (l), .last = true
+static const struct inject_case inject_cases[] = {
+	{"msn", U(0x43, 1, 0, 2, 0, 10)},
+	{"msn 0", U(0x43, 1, 0, 0, 0, 10)},
+	{"mo", U(0x43, 1, 0, 1, 4, 10)},
+	{"qn", U(0x43, 1, 5, 1, 0, 10)},
+	{"ddp version u", U(0x43, 2, 0, 1, 0, 10)},
+	{"rdmap version", U(0x03, 1, 0, 1, 0, 10)},
+	{"opcode", U(0x4A, 1, 0, 1, 0, 10)},
+	{"read req long", U(0x41, 1, 1, 1, 0, 40)},
+	{"ird", U(0x41, 1, 1, 1, 0, 28), .copies = 5, .rr_body = true},
+	{"ddp version t", .tagged = true, .ctrl = 0x40, .version = 0, .last = true, .len = 10},
+	{"opcode T", .tagged = true, .ctrl = 0x43, .version = 1, .last = true, .len = 10},
+	{"read resp", .tagged = true, .ctrl = 0x42, .version = 1, .last = true, .len = 10},
+	{"resp stag", .tagged = true, .ctrl = 0x42, .version = 1, .last = true, .len = 100, .b_reads = true,
+	 .wrong_stag = true},
+	{"resp to", .tagged = true, .ctrl = 0x42, .version = 1, .last = true, .len = 100, .b_reads = true, .to_off = 8},
+	{"resp too long", .tagged = true, .ctrl = 0x42, .version = 1, .last = false, .len = 104, .b_reads = true},
+	{"resp short", .tagged = true, .ctrl = 0x42, .version = 1, .last = true, .len = 60, .b_reads = true},
+};
+#undef U
+
+START_TEST(test_engine_agrees)
+{
+	const struct inject_case *ic = &inject_cases[_i];
+	static uint8_t recv[256], payload[128], mem[256];
+	struct tap x;
+	uint8_t h[IW_DDP_UNTAGGED_HDR_LEN];
+	size_t hl;
+	struct iovec r = {recv, sizeof(recv)};
+	const struct iwt_event *err;
+	uint32_t stag;
+
+	tap_init(&x, true, _i & 1, 4, iwt_seed());
+	iwt_mem_post_recv(&x.t.b.mem, 1, &r, 1);
+	stag = iwt_mem_reg(&x.t.b.mem, mem, sizeof(mem),
+			   IW_RDMAP_ACC_REMOTE_WRITE | IW_RDMAP_ACC_REMOTE_READ | IW_RDMAP_ACC_LOCAL_WRITE, 1, 3);
+	memset(payload, 0, sizeof(payload));
+	if (ic->b_reads) {
+		/* B reads from A; the injected response races A's real one. */
+		static uint8_t a_src[128];
+		uint32_t a_stag = iwt_mem_reg(&x.t.a.mem, a_src, sizeof(a_src), IW_RDMAP_ACC_REMOTE_READ, 1, 4);
+		struct iw_rdmap_wr wr = wr_of(IW_WR_READ, mem, 100);
+
+		wr.remote_stag = a_stag;
+		wr.remote_to = (uint64_t)(uintptr_t)a_src;
+		wr.local_stag = stag;
+		wr.local_to = (uint64_t)(uintptr_t)mem;
+		ck_assert_int_eq(iw_rdmap_post(&x.t.b.conn, &wr), 0);
+		/* A speaks first (a Send), then B's request goes over. */
+		{
+			struct iw_rdmap_wr snd = wr_of(IW_WR_SEND, payload, 4);
+
+			ck_assert_int_eq(iw_rdmap_post(&x.t.a.conn, &snd), 0);
+		}
+		tap_pull(&x, I2R);
+		tap_pull(&x, R2I);
+		iwt_ep_deliver(&x.t, &x.t.a, &x.t.b, SIZE_MAX);
+		iwt_ep_deliver(&x.t, &x.t.b, &x.t.a, SIZE_MAX);
+	}
+	if (ic->rr_body) {
+		struct iw_rdmap_read_req rr = {.sink_stag = 0x77, .size = 8, .src_stag = stag,
+					       .src_to = (uint64_t)(uintptr_t)mem};
+
+		iw_rdmap_read_req_encode(&rr, payload);
+	}
+	for (int k = 0; k < (ic->copies ? ic->copies : 1); k++) {
+		if (ic->tagged)
+			hl = hdr_t(h, ic->ctrl, ic->wrong_stag ? stag + 1 : stag,
+				   (uint64_t)(uintptr_t)mem + (uint64_t)ic->to_off, ic->last, ic->version);
+		else
+			hl = hdr_u(h, ic->ctrl, 0, ic->qn, ic->msn + (uint32_t)k, ic->mo, ic->last, ic->version);
+		iwt_ep_inject(&x.t.a, h, hl, payload, ic->len);
+	}
+	tap_round(&x, SIZE_MAX);
+	err = iwt_ep_find(&x.t.b, IW_RDMAP_EV_ERROR, 0);
+	ck_assert_msg(err != NULL, "%s: the engine accepted it", ic->name);
+	/* The engine stops at the first; the checker goes on (A's real
+	 * Read Response may follow an injected one). */
+	ck_assert_msg(x.tl[I2R].violations >= 1, "%s: the checker saw nothing", ic->name);
+	ck_assert_msg(iw_term_cause_eq(x.tl[I2R].first.cause, err->ev.cause),
+		      "%s: checker (%u,%u,%#x), engine (%u,%u,%#x)", ic->name, x.tl[I2R].first.cause.layer,
+		      x.tl[I2R].first.cause.etype, x.tl[I2R].first.cause.ecode, err->ev.cause.layer,
+		      err->ev.cause.etype, err->ev.cause.ecode);
+	ck_assert_uint_eq(iwt_ep_count(&x.t.b, IW_RDMAP_EV_ERROR), 1);
+	tap_fini(&x);
+}
+END_TEST
+
 static Suite *rdmap_check_suite(void)
 {
 	Suite *s = suite_create("rdmap_check");
@@ -972,6 +1264,13 @@ static Suite *rdmap_check_suite(void)
 	tcase_add_loop_test(ts, test_stream_truncated, 0, 2);
 	tcase_add_test(ts, test_stream_random);
 	suite_add_tcase(s, ts);
+	{
+		TCase *te = tcase_create("engine");
+
+		tcase_add_loop_test(te, test_engine_traffic_clean, 0, 4);
+		tcase_add_loop_test(te, test_engine_agrees, 0, (int)(sizeof(inject_cases) / sizeof(inject_cases[0])));
+		suite_add_tcase(s, te);
+	}
 	return s;
 }
 
