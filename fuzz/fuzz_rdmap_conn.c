@@ -149,7 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Two READs outstanding so Read Responses have something to match. */
 	for (int i = 0; i < 2; i++) {
-		struct iw_rdmap_wr wr = { .cookie = (uint64_t)i, .opcode = IW_WR_READ, .nsge = 1,
+		struct iw_rdmap_wr wr = { .cookie = (uint64_t)i, .opcode = IW_RDMAP_WR_READ, .nsge = 1,
 					  .remote_stag = 0x9900, .remote_to = 0,
 					  .local_stag = f.mr[MR_SINK].stag,
 					  .local_to = f.mr[MR_SINK].va + 1024u * (unsigned)i };

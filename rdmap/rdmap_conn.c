@@ -430,7 +430,7 @@ static bool sq_ready(struct iw_rdmap_conn *c)
 	const struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_next);
 	if (e->wr.fence && c->reads_out > 0)
 		return false;
-	if (e->wr.opcode == IW_WR_READ && c->reads_out >= c->cfg.ord)
+	if (e->wr.opcode == IW_RDMAP_WR_READ && c->reads_out >= c->cfg.ord)
 		return false;
 	return true;
 }
@@ -446,11 +446,11 @@ static void start_sq(struct iw_rdmap_conn *c)
 	e->state = SQ_SENDING;
 	c->sq_next++;
 	switch (wr->opcode) {
-	case IW_WR_WRITE:
+	case IW_RDMAP_WR_WRITE:
 		iw_ddp_tx_msg_tagged(&cur->ddp, iw_rdmap_ctrl(IW_OP_WRITE), wr->remote_stag, wr->remote_to,
 				     wr->sgl, wr->nsge);
 		break;
-	case IW_WR_READ: {
+	case IW_RDMAP_WR_READ: {
 		struct iw_rdmap_read_req r = {
 			.sink_stag = wr->local_stag,
 			.sink_to = wr->local_to,
@@ -467,10 +467,10 @@ static void start_sq(struct iw_rdmap_conn *c)
 	}
 	default: {
 		static const uint8_t send_op[] = {
-			[IW_WR_SEND] = IW_OP_SEND,
-			[IW_WR_SEND_SE] = IW_OP_SEND_SE,
-			[IW_WR_SEND_INV] = IW_OP_SEND_INV,
-			[IW_WR_SEND_SE_INV] = IW_OP_SEND_SE_INV,
+			[IW_RDMAP_WR_SEND] = IW_OP_SEND,
+			[IW_RDMAP_WR_SEND_SE] = IW_OP_SEND_SE,
+			[IW_RDMAP_WR_SEND_INV] = IW_OP_SEND_INV,
+			[IW_RDMAP_WR_SEND_SE_INV] = IW_OP_SEND_SE_INV,
 		};
 		uint8_t op = send_op[wr->opcode];
 		uint32_t inv = (iw_rdmap_optable[op].flags & IW_OPF_INV) ? wr->inv_stag : 0;
@@ -542,7 +542,7 @@ static void message_built(struct iw_rdmap_conn *c, struct iw_rdmap_tx_slot *slot
 	slot->done_idx = cur->idx;
 	if (cur->kind == TX_SQ) {
 		struct iw_rdmap_sq_entry *e = &c->mem.sq[cur->idx];
-		if (e->wr.opcode == IW_WR_READ) {
+		if (e->wr.opcode == IW_RDMAP_WR_READ) {
 			/* Outstanding from now on: the response may overtake our ack. */
 			e->state = SQ_WAIT_RESP;
 			c->ord_ring[(c->ord_head + c->reads_out) % IW_RDMAP_MAX_IRD_ORD] =
@@ -710,9 +710,9 @@ int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr)
 {
 	if (c->state != IW_RDMAP_ST_RTS)
 		return -EPIPE;
-	if (wr->nsge < 0 || wr->nsge > IW_RDMAP_MAX_SGE || (unsigned)wr->opcode > IW_WR_READ)
+	if (wr->nsge < 0 || wr->nsge > IW_RDMAP_MAX_SGE || (unsigned)wr->opcode > IW_RDMAP_WR_READ)
 		return -EINVAL;
-	if (wr->opcode == IW_WR_READ && wr->nsge > 1)
+	if (wr->opcode == IW_RDMAP_WR_READ && wr->nsge > 1)
 		return -EINVAL; /* an iWARP READ sink is one STag: one contiguous buffer */
 	if (c->sq_tail - c->sq_head >= c->mem.sq_depth)
 		return -ENOSPC;

@@ -59,12 +59,12 @@ enum {
 };
 
 enum iw_rdmap_wr_opcode {
-	IW_WR_SEND,
-	IW_WR_SEND_SE,
-	IW_WR_SEND_INV,
-	IW_WR_SEND_SE_INV,
-	IW_WR_WRITE,
-	IW_WR_READ,
+	IW_RDMAP_WR_SEND,
+	IW_RDMAP_WR_SEND_SE,
+	IW_RDMAP_WR_SEND_INV,
+	IW_RDMAP_WR_SEND_SE_INV,
+	IW_RDMAP_WR_WRITE,
+	IW_RDMAP_WR_READ,
 };
 
 struct iw_rdmap_wr {

@@ -61,6 +61,19 @@ struct iw_context {
 	struct iw_trace *trace;  /* NULL: not tracing */
 	/* QPs with deferred work (completions to flush into CQs, kicks). */
 	struct iw_qp *deferred;
+
+	/* --- verbs additions --- */
+	uint32_t n_srq;
+	uint32_t pd_next_handle;
+	uint8_t *mr_key;        /* last key handed out per STag index */
+	bool wake_pending;      /* wake_fd written, not yet drained */
+	int timer_fd;           /* timerfd armed at the earliest deadline */
+	struct iw_watch wake_watch, timer_watch;
+	/* Watches deleted while a progress call waits or dispatches: their
+	 * stale epoll events are skipped. */
+	unsigned n_waiters;
+	struct iw_watch **dead;
+	uint32_t n_dead, cap_dead;
 };
 
 uint64_t iw_now_ms(void);
@@ -73,6 +86,19 @@ void iw_ctx_timer_arm(struct iw_context *ctx, struct iw_timer *t, uint64_t delay
 void iw_ctx_timer_cancel(struct iw_context *ctx, struct iw_timer *t);
 /* Make the next iw_progress() run soon (e.g. a QP has work to kick). */
 void iw_ctx_wake(struct iw_context *ctx);
+
+/* Limits (verbs.h documents the defaults). */
+#define IW_MAX_QP_DEFAULT 4096
+#define IW_MAX_MR_DEFAULT 65536
+#define IW_MAX_MR_LIMIT 0xFFFFFFu /* 24-bit STag index; index 0 is never used */
+#define IW_MAX_WR 16384           /* send / receive / SRQ depth */
+#define IW_MAX_CQE (1u << 20)
+#define IW_MAX_SEND_SGE 16
+#define IW_MAX_RECV_SGE 32
+#define IW_MAX_INLINE 4096
+#define IW_QP_TX_SLOTS 64     /* FPDUs in flight per connection */
+#define IW_QP_LINGER_MS 3000  /* wait for our Terminate / a drain before aborting */
+#define IW_QP_DRAIN_POLL_MS 20 /* re-check a draining disconnect this often */
 
 /* ------------------------------------------------------------------ */
 /* Protection domains and memory regions                               */
@@ -102,6 +128,8 @@ enum iw_stag_status iw_mr_lookup(struct iw_context *ctx, struct iw_pd *pd, uint3
 /* Invalidate for a peer's Send with Invalidate: 0, or -1 if the STag is
  * unknown, of another PD, or already invalid. */
 int iw_mr_invalidate(struct iw_context *ctx, struct iw_pd *pd, uint32_t stag);
+/* Convert IW_RDMAP_ACC_* bits to the IW_ACCESS_* rights they need. */
+unsigned iw_mr_rights_for(unsigned rdmap_access);
 
 /* ------------------------------------------------------------------ */
 /* Completion queues                                                   */
@@ -122,10 +150,19 @@ struct iw_cq {
 	bool armed, solicited_only, fired_queued;
 	struct iw_cq *fired_next;
 	bool overflow; /* a completion was lost: reported as IW_WC_FATAL_ERR */
+	/* --- verbs additions --- */
+	/* The newest ring entry is the IW_WC_FATAL_ERR marker standing for
+	 * completions lost in a row (its byte_len counts them). */
+	bool tail_fatal;
+	uint64_t lost; /* completions lost over the CQ's life */
 };
 
 /* Add one completion; fires the channel when armed. Returns -ENOSPC on
- * overflow (the CQ is then marked overflowed). */
+ * overflow (the CQ is then marked overflowed). Overflow: the ring has one
+ * spare slot; the first completion that does not fit becomes an
+ * IW_WC_FATAL_ERR entry (its wr_id, opcode and qp, byte_len = how many
+ * were lost in a row) and later ones only increment that count, so the
+ * application learns about every loss at the position it happened. */
 int iw_cq_push(struct iw_cq *cq, const struct iw_wc *wc);
 
 /* ------------------------------------------------------------------ */
@@ -149,6 +186,19 @@ struct iw_srq {
 	struct iw_rq rq;
 	uint32_t n_qp;
 };
+
+/* Receive queue helpers (srq.c), shared by QPs and SRQs. */
+int iw_rq_init(struct iw_rq *rq, uint32_t cap, uint32_t max_sge);
+/* Drop every entry (releasing its regions) and free the ring. */
+void iw_rq_fini(struct iw_rq *rq);
+/* Validate and append a chain of receive WRs against pd (all-or-prefix:
+ * stops at the first bad WR, *bad_wr points at it). */
+int iw_rq_post(struct iw_context *ctx, struct iw_pd *pd, struct iw_rq *rq, struct iw_recv_wr *wr,
+	       struct iw_recv_wr **bad_wr);
+struct iw_rq_entry *iw_rq_head(struct iw_rq *rq);
+void iw_rq_pop(struct iw_rq *rq);
+/* Release the regions an entry holds. */
+void iw_rq_entry_release(struct iw_rq_entry *e);
 
 /* ------------------------------------------------------------------ */
 /* Queue pairs                                                         */
@@ -201,7 +251,37 @@ struct iw_qp {
 	struct iw_qp_stats stats;
 	struct iw_qp *deferred_next;
 	bool deferred;
+
+	/* --- verbs additions --- */
+	unsigned work;       /* IW_QPW_* pending deferred work */
+	bool connected;      /* engine initialised (iw_qp_connect_start) */
+	bool closing;        /* disconnect requested: drain, then close */
+	bool shut;           /* transport shutdown already called */
+	bool flushed;        /* outstanding WRs were flushed */
+	bool error_local;    /* error raised by us (no blame by rx state) */
+	struct iw_rq_entry rx_slot; /* SRQ entry taken by the message in progress */
+	uint8_t *inline_mem; /* max_send_wr * max_inline_data bytes */
+	struct iw_timer linger;
+	uint64_t linger_deadline; /* give up (abort, flush) at this time */
+	/* Which WRs get a specific status instead of IW_WC_WR_FLUSH_ERR. */
+	bool blame_sq, blame_rq;
+	uint64_t blame_sq_cookie;
+	enum iw_wc_status blame_sq_status, blame_rq_status;
+	struct iw_term_cause flush_cause; /* carried by error completions */
 };
+
+/* Deferred QP work, run by iw_progress outside any engine callback. */
+enum {
+	IW_QPW_KICK = 1,      /* the engine may have bytes to send */
+	IW_QPW_FAIL = 2,      /* a completion was lost: terminate the stream */
+	IW_QPW_CLOSE = 4,     /* shut the transport down (graceful after our Terminate) */
+	IW_QPW_ABORT = 8,     /* shut the transport down abortively */
+	IW_QPW_FLUSH = 16,    /* flush every outstanding WR */
+	IW_QPW_DRAIN = 32,    /* closing: check whether the SQ has drained */
+};
+void iw_qp_defer(struct iw_qp *qp, unsigned work);
+/* Called by iw_progress for a QP taken off ctx->deferred. */
+void iw_qp_run_deferred(struct iw_qp *qp);
 
 /* The CM established the connection: size and start the engine. */
 int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, struct iw_transport *t);
@@ -226,6 +306,41 @@ struct iw_transport {
 	const struct iw_transport_ops *ops;
 	struct iw_qp *qp;
 };
+/* Ownership (verbs side): from iw_qp_connect_start on the QP holds the
+ * transport. The QP calls shutdown at most once (graceful after its own
+ * Terminate went out or after a disconnect drained, abortive after a
+ * received Terminate, on a linger timeout or at destroy) and destroy once,
+ * from iw_destroy_qp. Transport ops are only called from deferred work or
+ * public calls, never from inside an engine callback, and
+ * iw_qp_transport_closed only records state and defers: a transport may
+ * call it from its own I/O loop. */
+
+/* Kernel TCP transport (transport_tcp.c), created by the CM once the MPA
+ * exchange succeeded. */
+struct iw_tcp_cfg {
+	int fd;             /* connected, non-blocking; owned by the transport from create on */
+	bool tx_gate;       /* responder: send nothing before the initiator's first FPDU */
+	bool send_rtr;      /* initiator, p2p: a zero-length RDMA WRITE goes first (RFC 6581 RTR) */
+	uint32_t trace_conn; /* iw_trace_conn_open handle, 0: not traced */
+	struct iw_cm_id *cm_id; /* told when the stream ends (iw_cm_conn_closed) */
+};
+/* NULL on allocation failure (cfg->fd is then still the caller's). */
+struct iw_transport *iw_tcp_transport_create(struct iw_context *ctx, struct iw_qp *qp,
+					     const struct iw_tcp_cfg *cfg);
+/* After iw_qp_connect_start: the engine is ready, start I/O. */
+int iw_tcp_transport_start(struct iw_transport *t);
+/* The CM id goes away: stop telling it anything. */
+void iw_tcp_transport_detach_cm(struct iw_transport *t);
+/* MULPDU for a connected socket: the TCP MSS rounded down to 8 (like siw)
+ * through iw_mpa_mulpdu, unless max_ulpdu (nonzero, from iw_conn_param)
+ * asks for a specific size. */
+uint32_t iw_tcp_mulpdu(int fd, bool markers_tx, uint32_t max_ulpdu);
+
+/* Connection manager hooks for the transport (cm.c). */
+/* The connection ended: peer FIN (err 0), RST or error (-errno). */
+void iw_cm_conn_closed(struct iw_cm_id *id, int err);
+/* The transport is being destroyed: forget it. */
+void iw_cm_transport_gone(struct iw_cm_id *id);
 
 /* ------------------------------------------------------------------ */
 /* Tracing                                                             */

@@ -43,14 +43,14 @@ static int run(bool crc, bool markers, size_t len, int rounds)
 	double t0 = now();
 	uint64_t wire0 = t->a.wire_total + t->b.wire_total;
 	for (int r = 0; r < rounds; r++) {
-		struct iw_rdmap_wr w = { .cookie = 1, .opcode = IW_WR_WRITE, .nsge = 1,
+		struct iw_rdmap_wr w = { .cookie = 1, .opcode = IW_RDMAP_WR_WRITE, .nsge = 1,
 					 .remote_stag = dst_stag, .remote_to = (uint64_t)(uintptr_t)dst };
 		w.sgl[0] = (struct iovec){ src, len };
-		struct iw_rdmap_wr rd = { .cookie = 2, .opcode = IW_WR_READ, .nsge = 1,
+		struct iw_rdmap_wr rd = { .cookie = 2, .opcode = IW_RDMAP_WR_READ, .nsge = 1,
 					  .remote_stag = dst_stag, .remote_to = (uint64_t)(uintptr_t)dst,
 					  .local_stag = rcv_stag, .local_to = (uint64_t)(uintptr_t)rcv };
 		rd.sgl[0] = (struct iovec){ rcv, len };
-		struct iw_rdmap_wr s = { .cookie = 3, .opcode = IW_WR_SEND, .nsge = 1 };
+		struct iw_rdmap_wr s = { .cookie = 3, .opcode = IW_RDMAP_WR_SEND, .nsge = 1 };
 		s.sgl[0] = (struct iovec){ src, len };
 		struct iovec rv = { dst, len };
 		iwt_mem_post_recv(&t->b.mem, 9, &rv, 1);

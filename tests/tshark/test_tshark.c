@@ -31,6 +31,7 @@
 #include "rdmap/rdmap_term.h"
 #include "rdmap/rdmap_wire.h"
 #include "tshark_run.h"
+#include "iwt_check.h"
 
 #define A IWT_TCP_A /* initiator, sends the MPA Request */
 #define B IWT_TCP_B /* responder */
@@ -836,11 +837,5 @@ static Suite *tshark_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(tshark_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return iwt_run_suite(tshark_suite());
 }

@@ -10,6 +10,7 @@
 
 #include "iwt_common.h"
 #include "mpa/crc32c.h"
+#include "iwt_check.h"
 
 typedef uint32_t (*crc_update_fn)(uint32_t, const void *, size_t);
 
@@ -220,9 +221,5 @@ static Suite *crc32c_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(crc32c_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return iwt_run_suite(crc32c_suite());
 }

@@ -13,6 +13,7 @@
 #include "iw_bytes.h"
 #include "iwt_common.h"
 #include "iwt_ddp.h"
+#include "iwt_check.h"
 
 #define CTRL(op) ((uint8_t)(0x40 | (op))) /* RDMAP v1 + opcode */
 #define OP_WRITE 0
@@ -1189,11 +1190,5 @@ static Suite *ddp_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(ddp_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return iwt_run_suite(ddp_suite());
 }

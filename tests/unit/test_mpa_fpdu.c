@@ -12,6 +12,7 @@
 #include "mpa/crc32c.h"
 #include "mpa/mpa_rx.h"
 #include "mpa/mpa_tx.h"
+#include "iwt_check.h"
 
 #define CAUSE_CRC IW_TERM_CAUSE(IW_LAYER_MPA, IW_ETYPE_MPA, IW_ECODE_MPA_CRC)
 #define CAUSE_LEN IW_TERM_CAUSE(IW_LAYER_MPA, IW_ETYPE_MPA, IW_ECODE_MPA_MARKER_LEN)
@@ -1234,11 +1235,5 @@ static Suite *mpa_fpdu_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(mpa_fpdu_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return iwt_run_suite(mpa_fpdu_suite());
 }

@@ -6,6 +6,7 @@
 #include "iwt_common.h"
 #include "iwt_handshake.h"
 #include "mpa/mpa_frame.h"
+#include "iwt_check.h"
 
 static uint8_t bufa[IWT_MPA_FRAME_MAX];
 static uint8_t bufb[IWT_MPA_FRAME_MAX];
@@ -556,9 +557,5 @@ static Suite *mpa_frame_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(mpa_frame_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return iwt_run_suite(mpa_frame_suite());
 }

@@ -7,6 +7,7 @@
 #include "iwt_common.h"
 #include "iwt_handshake.h"
 #include "mpa/mpa_negotiate.h"
+#include "iwt_check.h"
 
 static uint8_t wire[IWT_MPA_FRAME_MAX];
 
@@ -699,9 +700,5 @@ static Suite *mpa_negotiate_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(mpa_negotiate_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return iwt_run_suite(mpa_negotiate_suite());
 }

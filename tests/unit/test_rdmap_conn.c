@@ -13,6 +13,7 @@
 #include "iwt_common.h"
 #include "mpa/mpa_wire.h"
 #include "rdmap/rdmap_wire.h"
+#include "iwt_check.h"
 
 #define MULPDU 1442 /* what siw uses at MSS 1448 */
 #define GUARD 64
@@ -104,7 +105,7 @@ static void do_write(struct iwt_b2b *t, size_t len, uint64_t *seed)
 	iwt_fill_random(seed, src.p, len);
 	memset(dst.p, 0, len + 16);
 	uint32_t stag = iwt_mem_reg(&t->b.mem, dst.p, len + 16, IW_RDMAP_ACC_REMOTE_WRITE, 1, 0x5a);
-	struct iw_rdmap_wr wr = wr_one(IW_WR_WRITE, 77, src.p, len);
+	struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_WRITE, 77, src.p, len);
 	wr.remote_stag = stag;
 	wr.remote_to = va(dst.p) + 7; /* unaligned placement */
 	ck_assert_int_eq(iw_rdmap_post(&t->a.conn, &wr), 0);
@@ -129,7 +130,7 @@ static void do_read(struct iwt_b2b *t, size_t len, uint64_t *seed)
 	memset(sink.p, 0, len);
 	uint32_t src_stag = iwt_mem_reg(&t->b.mem, src.p, len, IW_RDMAP_ACC_REMOTE_READ, 1, 0x11);
 	uint32_t sink_stag = iwt_mem_reg(&t->a.mem, sink.p, len, IW_RDMAP_ACC_LOCAL_WRITE, 1, 0x22);
-	struct iw_rdmap_wr wr = wr_one(IW_WR_READ, 88, sink.p, len);
+	struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_READ, 88, sink.p, len);
 	wr.remote_stag = src_stag;
 	wr.remote_to = va(src.p);
 	wr.local_stag = sink_stag;
@@ -150,8 +151,8 @@ static void do_read(struct iwt_b2b *t, size_t len, uint64_t *seed)
 static void do_send(struct iwt_b2b *t, enum iw_rdmap_wr_opcode op, size_t len, uint64_t *seed)
 {
 	static const uint8_t wire_op[] = {
-		[IW_WR_SEND] = IW_OP_SEND, [IW_WR_SEND_SE] = IW_OP_SEND_SE,
-		[IW_WR_SEND_INV] = IW_OP_SEND_INV, [IW_WR_SEND_SE_INV] = IW_OP_SEND_SE_INV,
+		[IW_RDMAP_WR_SEND] = IW_OP_SEND, [IW_RDMAP_WR_SEND_SE] = IW_OP_SEND_SE,
+		[IW_RDMAP_WR_SEND_INV] = IW_OP_SEND_INV, [IW_RDMAP_WR_SEND_SE_INV] = IW_OP_SEND_SE_INV,
 	};
 	struct gbuf src = gbuf_new(len), dst = gbuf_new(len + 100);
 	iwt_fill_random(seed, src.p, len);
@@ -179,8 +180,8 @@ static void do_send(struct iwt_b2b *t, enum iw_rdmap_wr_opcode op, size_t len, u
 	ck_assert_uint_eq(e->recv_id, 4242);
 	ck_assert_uint_eq(e->ev.byte_len, len);
 	ck_assert_uint_eq(e->ev.opcode, wire_op[op]);
-	bool want_se = op == IW_WR_SEND_SE || op == IW_WR_SEND_SE_INV;
-	bool want_inv = op == IW_WR_SEND_INV || op == IW_WR_SEND_SE_INV;
+	bool want_se = op == IW_RDMAP_WR_SEND_SE || op == IW_RDMAP_WR_SEND_SE_INV;
+	bool want_inv = op == IW_RDMAP_WR_SEND_INV || op == IW_RDMAP_WR_SEND_SE_INV;
 	ck_assert_int_eq(e->ev.solicited, want_se);
 	ck_assert_int_eq(e->ev.invalidated, want_inv);
 	ck_assert_int_eq(iwt_mem_find(&t->b.mem, inv)->valid, !want_inv);
@@ -219,7 +220,7 @@ static void run_all_ops(bool crc, bool markers, enum iwt_rx_mode mode)
 		t.max_chunk = (size_t)iwt_rand_range(&seed, 1, i % 3 == 0 ? 64 : 9000);
 		do_write(&t, sizes[i], &seed);
 		do_read(&t, sizes[i], &seed);
-		for (enum iw_rdmap_wr_opcode op = IW_WR_SEND; op <= IW_WR_SEND_SE_INV; op++)
+		for (enum iw_rdmap_wr_opcode op = IW_RDMAP_WR_SEND; op <= IW_RDMAP_WR_SEND_SE_INV; op++)
 			do_send(&t, op, sizes[i], &seed);
 	}
 	ck_assert_int_eq(t.a.conn.state, IW_RDMAP_ST_RTS);
@@ -291,19 +292,19 @@ START_TEST(mixed_traffic_both_ways)
 			size_t len = (size_t)iwt_rand_range(&seed, 0, LEN);
 			switch (i % 3) {
 			case 0:
-				wr = wr_one(IW_WR_WRITE, (uint64_t)i, a_src[i], len);
+				wr = wr_one(IW_RDMAP_WR_WRITE, (uint64_t)i, a_src[i], len);
 				wr.remote_stag = b_stag;
 				wr.remote_to = va(b_mem[i]);
 				break;
 			case 1:
-				wr = wr_one(IW_WR_READ, (uint64_t)i, a_sink[i], len);
+				wr = wr_one(IW_RDMAP_WR_READ, (uint64_t)i, a_sink[i], len);
 				wr.remote_stag = b_stag;
 				wr.remote_to = va(b_mem[i]);
 				wr.local_stag = a_sink_stag;
 				wr.local_to = va(a_sink[i]);
 				break;
 			default:
-				wr = wr_one(IW_WR_SEND, (uint64_t)i, a_src[i], len);
+				wr = wr_one(IW_RDMAP_WR_SEND, (uint64_t)i, a_src[i], len);
 				break;
 			}
 			int rc = iw_rdmap_post(&t.a.conn, &wr);
@@ -313,7 +314,7 @@ START_TEST(mixed_traffic_both_ways)
 			posted++;
 		}
 		while (b_posted < N) {
-			struct iw_rdmap_wr wr = wr_one(IW_WR_SEND_SE, (uint64_t)b_posted, b_src[b_posted], 64);
+			struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_SEND_SE, (uint64_t)b_posted, b_src[b_posted], 64);
 			if (iw_rdmap_post(&t.b.conn, &wr) == -ENOSPC)
 				break;
 			b_posted++;
@@ -381,14 +382,14 @@ START_TEST(ord_limit_and_fence)
 	uint32_t s = iwt_mem_reg(&t.b.mem, src, sizeof(src), IW_RDMAP_ACC_REMOTE_READ, 1, 9);
 	uint32_t k = iwt_mem_reg(&t.a.mem, sink, sizeof(sink), IW_RDMAP_ACC_LOCAL_WRITE, 1, 8);
 	for (int i = 0; i < 5; i++) {
-		struct iw_rdmap_wr wr = wr_one(IW_WR_READ, (uint64_t)i, sink[i], 512);
+		struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_READ, (uint64_t)i, sink[i], 512);
 		wr.remote_stag = s;
 		wr.remote_to = va(src + 512 * i);
 		wr.local_stag = k;
 		wr.local_to = va(sink[i]);
 		ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &wr), 0);
 	}
-	struct iw_rdmap_wr fenced = wr_one(IW_WR_SEND, 5, sink[5], 8);
+	struct iw_rdmap_wr fenced = wr_one(IW_RDMAP_WR_SEND, 5, sink[5], 8);
 	fenced.fence = true;
 	ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &fenced), 0);
 	struct iovec rv = { src, 8 };
@@ -418,12 +419,12 @@ START_TEST(fence_waits_for_reads)
 	static uint8_t src[100], sink[100], msg[10];
 	uint32_t s = iwt_mem_reg(&t.b.mem, src, sizeof(src), IW_RDMAP_ACC_REMOTE_READ, 1, 9);
 	uint32_t k = iwt_mem_reg(&t.a.mem, sink, sizeof(sink), IW_RDMAP_ACC_LOCAL_WRITE, 1, 8);
-	struct iw_rdmap_wr rd = wr_one(IW_WR_READ, 1, sink, 100);
+	struct iw_rdmap_wr rd = wr_one(IW_RDMAP_WR_READ, 1, sink, 100);
 	rd.remote_stag = s;
 	rd.remote_to = va(src);
 	rd.local_stag = k;
 	rd.local_to = va(sink);
-	struct iw_rdmap_wr snd = wr_one(IW_WR_SEND, 2, msg, 10);
+	struct iw_rdmap_wr snd = wr_one(IW_RDMAP_WR_SEND, 2, msg, 10);
 	snd.fence = true;
 	ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &rd), 0);
 	ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &snd), 0);
@@ -445,17 +446,17 @@ START_TEST(post_errors)
 	struct iwt_b2b t;
 	iwt_b2b_init(&t, &cfg, iwt_seed());
 	static uint8_t buf[16];
-	struct iw_rdmap_wr wr = wr_one(IW_WR_SEND, 1, buf, 16);
+	struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_SEND, 1, buf, 16);
 	wr.nsge = IW_RDMAP_MAX_SGE + 1;
 	ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &wr), -EINVAL);
 	wr.nsge = -1;
 	ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &wr), -EINVAL);
-	wr = wr_one(IW_WR_READ, 1, buf, 16);
+	wr = wr_one(IW_RDMAP_WR_READ, 1, buf, 16);
 	wr.nsge = 2;
 	ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &wr), -EINVAL);
 	wr = wr_one((enum iw_rdmap_wr_opcode)99, 1, buf, 16);
 	ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &wr), -EINVAL);
-	wr = wr_one(IW_WR_SEND, 1, buf, 16);
+	wr = wr_one(IW_RDMAP_WR_SEND, 1, buf, 16);
 	for (int i = 0; i < IWT_EP_SQ; i++)
 		ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &wr), 0);
 	ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &wr), -ENOSPC);
@@ -747,7 +748,7 @@ START_TEST(err_ird_exceeded)
 	static uint8_t sink[3][16];
 	uint32_t k = iwt_mem_reg(&f->t.a.mem, sink, sizeof(sink), IW_RDMAP_ACC_LOCAL_WRITE, 1, 3);
 	for (int i = 0; i < 3; i++) {
-		struct iw_rdmap_wr wr = wr_one(IW_WR_READ, (uint64_t)i, sink[i], 16);
+		struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_READ, (uint64_t)i, sink[i], 16);
 		wr.remote_stag = f->stag_rw;
 		wr.remote_to = va(f->mem_rw);
 		wr.local_stag = k;
@@ -823,7 +824,7 @@ START_TEST(terminate_mid_message)
 	size_t big = 1 << 20;
 	uint8_t *src = calloc(1, big), *dst = calloc(1, big);
 	uint32_t d = iwt_mem_reg(&f->t.a.mem, dst, big, IW_RDMAP_ACC_REMOTE_WRITE, 1, 5);
-	struct iw_rdmap_wr wr = wr_one(IW_WR_WRITE, 1, src, big);
+	struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_WRITE, 1, src, big);
 	wr.remote_stag = d;
 	wr.remote_to = va(dst);
 	ck_assert_int_eq(iw_rdmap_post(&f->t.b.conn, &wr), 0);
@@ -887,9 +888,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return iwt_run_suite(suite());
 }

@@ -6,6 +6,7 @@
 
 #include "iwt_common.h"
 #include "rdmap/rdmap_term.h"
+#include "iwt_check.h"
 
 /* Every cause of the facts table (RFC 5040/5041 sec. 7, RFC 5044/6581). */
 static const struct iw_term_cause causes[] = {
@@ -449,9 +450,5 @@ static Suite *rdmap_term_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(rdmap_term_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return iwt_run_suite(rdmap_term_suite());
 }

@@ -5,6 +5,7 @@
 
 #include "iwt_common.h"
 #include "rdmap/rdmap_wire.h"
+#include "iwt_check.h"
 
 struct expect_op {
 	uint8_t op;
@@ -161,9 +162,5 @@ static Suite *rdmap_wire_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(rdmap_wire_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return iwt_run_suite(rdmap_wire_suite());
 }

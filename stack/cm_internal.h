@@ -1,0 +1,84 @@
+/* Connection manager internals shared by cm.c (ids, MPA exchange) and
+ * cm_event.c (channels and their event FIFOs). */
+#ifndef IW_CM_INTERNAL_H
+#define IW_CM_INTERNAL_H
+
+#include "internal.h"
+
+#include "../mpa/mpa_frame.h"
+#include "../mpa/mpa_negotiate.h"
+
+#define CM_FRAME_MAX (IW_MPA_FRAME_HDR_LEN + IW_MPA_PD_MAX)
+
+enum cm_state {
+	CM_IDLE,
+	CM_LISTEN,
+	CM_CONNECTING,    /* active: TCP connect in progress */
+	CM_WAIT_REPLY,    /* active: Request (being) sent, reading the Reply */
+	CM_WAIT_REQUEST,  /* passive: reading the Request */
+	CM_REQ_RECEIVED,  /* passive: CONNECT_REQUEST queued, waiting for accept/reject */
+	CM_ACCEPTING,     /* passive: sending the Reply */
+	CM_REJECTING,     /* passive: sending a reject frame, then close */
+	CM_ESTABLISHED,
+	CM_DISCONNECTING, /* disconnect asked, waiting for the stream to end */
+	CM_DONE,          /* terminal: closed, failed, rejected */
+};
+
+struct cm_event {
+	struct iw_cm_event ev; /* first: the application's pointer */
+	struct cm_event *next;
+	uint8_t pdata[IW_CM_PRIVATE_DATA_MAX];
+};
+
+struct iw_cm_channel {
+	struct iw_context *ctx;
+	int fd; /* eventfd: readable while events are queued */
+	uint32_t n_ids;
+	struct cm_event *head, *tail;
+};
+
+struct iw_cm_id {
+	struct iw_cm_channel *ch;
+	struct iw_context *ctx;
+	void *context;
+	enum cm_state state;
+	bool app_owned; /* the application knows this id (created it or fetched its request) */
+	bool req_queued; /* passive: its CONNECT_REQUEST was queued */
+	struct iw_watch watch;
+	bool watching;
+	struct iw_timer timer;
+	struct sockaddr_storage local, peer;
+	bool has_local, has_peer;
+
+	/* listener */
+	int backlog;
+	uint32_t n_pending;         /* children still in the MPA exchange */
+	struct iw_cm_id *children;  /* not yet accepted/rejected by the application */
+	/* child */
+	struct iw_cm_id *listener;  /* while counted in listener->n_pending */
+	struct iw_cm_id *sib_next;
+
+	/* handshake */
+	struct iw_qp *qp;
+	struct iw_mpa_settings settings;
+	uint32_t max_ulpdu;
+	int timeout_ms;
+	struct iw_mpa_frame req; /* sent (active) or received (passive) */
+	struct iw_mpa_outcome outcome;
+	uint8_t pd[IW_MPA_PD_MAX];        /* active: our private data */
+	uint8_t in[CM_FRAME_MAX + 1];     /* +1: passive sees a byte behind the Request */
+	size_t in_len;
+	uint8_t out[CM_FRAME_MAX];
+	size_t out_len, out_off;
+	uint32_t trace_conn;
+
+	struct iw_transport *transport;
+};
+
+/* Queue an event for id on its channel (private data copied; the
+ * CONNECT_REQUEST / ESTABLISHED fields come from id). 0 or -ENOMEM. */
+int cm_queue(struct iw_cm_id *id, enum iw_cm_event_type type, int status, const void *pdata, uint16_t pd_len);
+/* Drop queued (not yet fetched) events that name id. */
+void cm_purge_events(struct iw_cm_channel *ch, const struct iw_cm_id *id);
+
+#endif

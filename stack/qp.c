@@ -1,0 +1,888 @@
+/* Queue pairs: verbs work requests <-> the RDMAP engine, completions,
+ * errors, flushing.
+ *
+ * States: INIT (created) -> RTS (iw_qp_connect_start) -> ERROR (a
+ * Terminate sent or received, the stream lost, a completion lost) or
+ * CLOSED (graceful disconnect by either side). Leaving RTS flushes: every
+ * outstanding send WR and every posted receive (with an SRQ: only the
+ * entry a message was being received into) completes exactly once, with
+ * IW_WC_WR_FLUSH_ERR unless it is the WR the error is about:
+ *
+ *   cause detected here (we send the Terminate), wc.cause = that cause:
+ *     receive in progress, DDP untagged "too long" (1,2,0x05)  LOC_LEN_ERR
+ *     receive in progress, RDMAP protection (0,1,*)            LOC_PROT_ERR
+ *     receive in progress, any other DDP/RDMAP cause           LOC_QP_OP_ERR
+ *     READ whose response broke: DDP tagged (1,1,*) or
+ *       RDMAP protection (0,1,*)                               LOC_PROT_ERR
+ *     READ whose response broke, other causes                  LOC_QP_OP_ERR
+ *     MPA-layer and local catastrophic causes blame no WR.
+ *   Terminate received, wc.cause = its cause; the WR is found from the
+ *   copied DDP header (READ_REQ: the oldest outstanding READ; WRITE /
+ *   SEND: the oldest such WR already started and not yet completed; no
+ *   header, e.g. MPA causes: no WR):
+ *     RDMAP protection (0,1,*), DDP tagged (1,1,*)             REM_ACCESS_ERR
+ *     DDP untagged (1,2,*)                                     REM_INV_REQ_ERR
+ *     RDMAP operation (0,2,*), catastrophic (*,0,*)            REM_OP_ERR
+ *   (a WRITE or SEND the transport already took completed successfully:
+ *   iWARP completes them locally; the error then shows as the QP state,
+ *   iw_qp_error() and the cause on every flushed completion.)
+ *   stream lost (2,0,0x01): the oldest started send WR and the receive
+ *     in progress get IW_WC_FATAL_ERR.
+ * Flushed completions carry wc.cause = the QP's error cause (zero after a
+ * graceful close). Unsignaled WRs report errors too; successful
+ * unsignaled ones release their regions without a completion.
+ *
+ * A lost completion (CQ overflow) is a catastrophic error of the QP: the
+ * stream is terminated with RDMAP (0,0,0x00) "local catastrophic" (which
+ * reads as zero in iw_qp_error(); the state says ERROR).
+ *
+ * Engine callbacks never call transport ops: they record state and defer
+ * (iw_qp_defer); iw_progress runs the deferred work. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAUSE_STREAM_LOST IW_TERM_CAUSE(IW_LAYER_MPA, IW_ETYPE_MPA, IW_ECODE_MPA_STREAM_LOST)
+#define CAUSE_LOCAL_CATA IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_LOCAL_CATA, 0x00)
+
+static const struct iw_term_cause no_cause;
+
+/* ------------------------------------------------------------------ */
+/* Status mapping                                                      */
+
+static bool cause_is_protection(struct iw_term_cause c)
+{
+	return (c.layer == IW_LAYER_RDMAP && c.etype == IW_ETYPE_RDMAP_REMOTE_PROT) ||
+	       (c.layer == IW_LAYER_DDP && c.etype == IW_ETYPE_DDP_TAGGED);
+}
+
+static enum iw_wc_status remote_status(struct iw_term_cause c)
+{
+	if (cause_is_protection(c))
+		return IW_WC_REM_ACCESS_ERR;
+	if (c.layer == IW_LAYER_DDP && c.etype == IW_ETYPE_DDP_UNTAGGED)
+		return IW_WC_REM_INV_REQ_ERR;
+	return IW_WC_REM_OP_ERR;
+}
+
+static enum iw_wc_status local_recv_status(struct iw_term_cause c)
+{
+	if (c.layer == IW_LAYER_DDP && c.etype == IW_ETYPE_DDP_UNTAGGED && c.ecode == IW_ECODE_DDP_U_TOO_LONG)
+		return IW_WC_LOC_LEN_ERR;
+	if (c.layer == IW_LAYER_RDMAP && c.etype == IW_ETYPE_RDMAP_REMOTE_PROT)
+		return IW_WC_LOC_PROT_ERR;
+	return IW_WC_LOC_QP_OP_ERR;
+}
+
+static enum iw_wc_opcode wc_opcode_of(enum iw_rdmap_wr_opcode op)
+{
+	switch (op) {
+	case IW_RDMAP_WR_WRITE:
+		return IW_WC_RDMA_WRITE;
+	case IW_RDMAP_WR_READ:
+		return IW_WC_RDMA_READ;
+	default:
+		return IW_WC_SEND;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Deferred work                                                       */
+
+void iw_qp_defer(struct iw_qp *qp, unsigned work)
+{
+	qp->work |= work;
+	if (qp->deferred)
+		return;
+	qp->deferred = true;
+	qp->deferred_next = qp->ctx->deferred;
+	qp->ctx->deferred = qp;
+	iw_ctx_wake(qp->ctx);
+}
+
+static void undefer(struct iw_qp *qp)
+{
+	if (!qp->deferred)
+		return;
+	for (struct iw_qp **pp = &qp->ctx->deferred; *pp; pp = &(*pp)->deferred_next) {
+		if (*pp == qp) {
+			*pp = qp->deferred_next;
+			break;
+		}
+	}
+	qp->deferred = false;
+	qp->deferred_next = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Completions                                                         */
+
+static void complete(struct iw_qp *qp, struct iw_cq *cq, const struct iw_wc *wc)
+{
+	/* A lost completion leaves the application unable to account for
+	 * its WRs: stop the QP (outside this callback). */
+	if (iw_cq_push(cq, wc) < 0 && qp->state == IW_QPS_RTS)
+		iw_qp_defer(qp, IW_QPW_FAIL);
+}
+
+static struct iw_sq_meta *meta_of(struct iw_qp *qp, uint64_t cookie)
+{
+	return &qp->sq_meta[cookie % qp->cap.max_send_wr];
+}
+
+static void meta_release(struct iw_sq_meta *m)
+{
+	for (int i = 0; i < m->nmr; i++)
+		m->mr[i]->in_use--;
+	m->nmr = 0;
+}
+
+static void on_sq_event(struct iw_qp *qp, const struct iw_rdmap_event *ev)
+{
+	struct iw_sq_meta *m = meta_of(qp, ev->cookie);
+	bool ok = ev->type == IW_RDMAP_EV_SQ_DONE;
+
+	meta_release(m);
+	if (ok && ev->wr_opcode == IW_RDMAP_WR_READ)
+		iw_qp_defer(qp, IW_QPW_KICK); /* fenced WRs / ORD may proceed */
+	if (qp->closing)
+		iw_qp_defer(qp, IW_QPW_DRAIN);
+	if (ok && !m->signaled && !qp->sq_sig_all)
+		return;
+	struct iw_wc wc = {
+		.wr_id = m->wr_id,
+		.status = IW_WC_SUCCESS,
+		.opcode = m->opcode,
+		.byte_len = ok ? ev->byte_len : 0,
+		.qp = qp,
+	};
+	if (!ok) {
+		bool blamed = qp->blame_sq && qp->blame_sq_cookie == ev->cookie;
+		wc.status = blamed ? qp->blame_sq_status : IW_WC_WR_FLUSH_ERR;
+		wc.cause = qp->flush_cause;
+		if (blamed)
+			qp->blame_sq = false;
+	}
+	complete(qp, qp->scq, &wc);
+}
+
+static void on_recv_done(struct iw_qp *qp, const struct iw_rdmap_event *ev)
+{
+	struct iw_rq_entry *e = qp->rx_cur;
+	if (!e && !qp->srq)
+		e = iw_rq_head(&qp->rq);
+	if (!e)
+		return; /* the engine had no buffer from us: cannot happen */
+	struct iw_wc wc = {
+		.wr_id = e->wr_id,
+		.status = IW_WC_SUCCESS,
+		.opcode = IW_WC_RECV,
+		.byte_len = ev->byte_len,
+		.qp = qp,
+	};
+	if (ev->solicited)
+		wc.flags |= IW_WC_SOLICITED;
+	if (ev->invalidated) {
+		wc.flags |= IW_WC_WITH_INV;
+		wc.invalidated_stag = ev->inv_stag;
+	}
+	iw_rq_entry_release(e);
+	if (!qp->srq)
+		iw_rq_pop(&qp->rq);
+	qp->rx_cur = NULL;
+	complete(qp, qp->rcq, &wc);
+}
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+
+static void enter_error(struct iw_qp *qp, struct iw_term_cause cause)
+{
+	if (qp->state == IW_QPS_ERROR || qp->state == IW_QPS_CLOSED)
+		return;
+	qp->state = IW_QPS_ERROR;
+	qp->error = cause;
+	qp->flush_cause = cause;
+}
+
+static struct iw_rdmap_sq_entry *engine_sq(struct iw_qp *qp, uint32_t abs)
+{
+	return &qp->conn.mem.sq[abs % qp->conn.mem.sq_depth];
+}
+
+/* The oldest READ waiting for its response. */
+static bool oldest_read(struct iw_qp *qp, uint64_t *cookie)
+{
+	struct iw_rdmap_conn *c = &qp->conn;
+	if (c->reads_out == 0)
+		return false;
+	*cookie = c->mem.sq[c->ord_ring[c->ord_head % IW_RDMAP_MAX_IRD_ORD] % c->mem.sq_depth].wr.cookie;
+	return true;
+}
+
+/* The oldest WR already (partly) transmitted and not yet retired whose
+ * opcode passes match (NULL: any). */
+static bool oldest_started(struct iw_qp *qp, bool (*match)(enum iw_rdmap_wr_opcode), uint64_t *cookie)
+{
+	struct iw_rdmap_conn *c = &qp->conn;
+	for (uint32_t i = c->sq_head; i != c->sq_next; i++) {
+		const struct iw_rdmap_sq_entry *e = engine_sq(qp, i);
+		if (!match || match(e->wr.opcode)) {
+			*cookie = e->wr.cookie;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool is_write(enum iw_rdmap_wr_opcode op)
+{
+	return op == IW_RDMAP_WR_WRITE;
+}
+
+static bool is_read(enum iw_rdmap_wr_opcode op)
+{
+	return op == IW_RDMAP_WR_READ;
+}
+
+static bool is_send(enum iw_rdmap_wr_opcode op)
+{
+	return op != IW_RDMAP_WR_WRITE && op != IW_RDMAP_WR_READ;
+}
+
+static bool is_send_opcode(uint8_t op)
+{
+	return op == IW_OP_SEND || op == IW_OP_SEND_INV || op == IW_OP_SEND_SE || op == IW_OP_SEND_SE_INV;
+}
+
+static void blame_sq(struct iw_qp *qp, uint64_t cookie, enum iw_wc_status st)
+{
+	qp->blame_sq = true;
+	qp->blame_sq_cookie = cookie;
+	qp->blame_sq_status = st;
+}
+
+/* We detected the violation: which of our WRs is it about? The engine
+ * reports ERROR while it still holds the offending segment's state. */
+static void blame_local(struct iw_qp *qp, struct iw_term_cause c)
+{
+	uint64_t cookie;
+
+	if (qp->error_local || c.layer == IW_LAYER_MPA || c.etype == 0)
+		return; /* framing or local failures: no particular WR */
+	uint8_t op = qp->conn.rx.opcode;
+	if (is_send_opcode(op) && qp->rx_cur) {
+		qp->blame_rq = true;
+		qp->blame_rq_status = local_recv_status(c);
+	} else if (op == IW_OP_READ_RESP && oldest_read(qp, &cookie)) {
+		blame_sq(qp, cookie, cause_is_protection(c) ? IW_WC_LOC_PROT_ERR : IW_WC_LOC_QP_OP_ERR);
+	}
+}
+
+/* The peer's Terminate: find our WR from the header it copied. */
+static void blame_remote(struct iw_qp *qp, const struct iw_rdmap_term *t, struct iw_term_cause c)
+{
+	uint64_t cookie;
+	bool found = false;
+
+	if (!t || !t->has_ddp_hdr || t->ddp_hdr_len < 2)
+		return;
+	uint8_t op = iw_rdmap_opcode_of(t->ddp_hdr[1]);
+	if (op == IW_OP_READ_REQ)
+		found = oldest_read(qp, &cookie) || oldest_started(qp, is_read, &cookie);
+	else if (op == IW_OP_WRITE)
+		found = oldest_started(qp, is_write, &cookie);
+	else if (is_send_opcode(op))
+		found = oldest_started(qp, is_send, &cookie);
+	if (found)
+		blame_sq(qp, cookie, remote_status(c));
+}
+
+static void linger_start(struct iw_qp *qp, uint64_t first_check_ms)
+{
+	qp->linger_deadline = iw_now_ms() + IW_QP_LINGER_MS;
+	iw_ctx_timer_arm(qp->ctx, &qp->linger, first_check_ms);
+}
+
+/* Waiting for our Terminate to go out, or for a disconnect to drain. A
+ * draining QP is re-checked periodically (a transport does not report
+ * every acknowledged byte to the QP); past the deadline we abort. */
+static void linger_expired(struct iw_timer *t)
+{
+	struct iw_qp *qp = (struct iw_qp *)((char *)t - offsetof(struct iw_qp, linger));
+	uint64_t now = iw_now_ms();
+	if (qp->flushed)
+		return;
+	if (now < qp->linger_deadline) {
+		uint64_t left = qp->linger_deadline - now;
+		if (qp->closing && qp->state == IW_QPS_RTS) {
+			iw_qp_defer(qp, IW_QPW_DRAIN);
+			left = left < IW_QP_DRAIN_POLL_MS ? left : IW_QP_DRAIN_POLL_MS;
+		}
+		iw_ctx_timer_arm(qp->ctx, &qp->linger, left);
+		return;
+	}
+	if (qp->state == IW_QPS_RTS)
+		qp->state = IW_QPS_CLOSED; /* a disconnect that did not drain in time */
+	iw_qp_defer(qp, IW_QPW_ABORT | IW_QPW_FLUSH);
+}
+
+static void on_event(void *ctx, const struct iw_rdmap_event *ev)
+{
+	struct iw_qp *qp = ctx;
+
+	switch (ev->type) {
+	case IW_RDMAP_EV_SQ_DONE:
+	case IW_RDMAP_EV_SQ_FLUSH:
+		on_sq_event(qp, ev);
+		break;
+	case IW_RDMAP_EV_RECV_DONE:
+		on_recv_done(qp, ev);
+		break;
+	case IW_RDMAP_EV_ERROR:
+		/* Our Terminate is queued: send it, then close (TERM_SENT). */
+		enter_error(qp, ev->cause);
+		blame_local(qp, ev->cause);
+		linger_start(qp, IW_QP_LINGER_MS);
+		iw_qp_defer(qp, IW_QPW_KICK);
+		break;
+	case IW_RDMAP_EV_TERM_SENT:
+		iw_ctx_timer_cancel(qp->ctx, &qp->linger);
+		iw_qp_defer(qp, IW_QPW_CLOSE | IW_QPW_FLUSH);
+		break;
+	case IW_RDMAP_EV_TERM_RECV:
+		enter_error(qp, ev->cause);
+		blame_remote(qp, ev->term, ev->cause);
+		iw_qp_defer(qp, IW_QPW_ABORT | IW_QPW_FLUSH);
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Engine callbacks                                                    */
+
+static enum iw_stag_status op_stag(void *ctx, uint32_t stag, uint64_t to, size_t len, unsigned access,
+				   uint8_t **addr)
+{
+	struct iw_qp *qp = ctx;
+	return iw_mr_lookup(qp->ctx, qp->pd, stag, to, len, access, NULL, addr);
+}
+
+static int op_recv_buf(void *ctx, const struct iovec **sgl, int *nsge)
+{
+	struct iw_qp *qp = ctx;
+
+	if (!qp->rx_cur) {
+		if (qp->srq) {
+			/* Take the entry off the shared queue: other QPs' messages
+			 * must not land in it; later segments reuse rx_cur. */
+			struct iw_rq_entry *e = iw_rq_head(&qp->srq->rq);
+			if (!e)
+				return -1;
+			qp->rx_slot = *e;
+			iw_rq_pop(&qp->srq->rq);
+			qp->rx_cur = &qp->rx_slot;
+		} else {
+			/* Stays at the head of our ring until RECV_DONE. */
+			qp->rx_cur = iw_rq_head(&qp->rq);
+			if (!qp->rx_cur)
+				return -1;
+		}
+	}
+	*sgl = qp->rx_cur->sgl;
+	*nsge = qp->rx_cur->nsge;
+	return 0;
+}
+
+static int op_invalidate(void *ctx, uint32_t stag)
+{
+	struct iw_qp *qp = ctx;
+	return iw_mr_invalidate(qp->ctx, qp->pd, stag);
+}
+
+static const struct iw_rdmap_conn_ops engine_ops = {
+	.stag = op_stag,
+	.recv_buf = op_recv_buf,
+	.invalidate = op_invalidate,
+	.event = on_event,
+};
+
+/* ------------------------------------------------------------------ */
+/* Flush, close                                                        */
+
+static void flush_recv(struct iw_qp *qp, struct iw_rq_entry *e, enum iw_wc_status st)
+{
+	struct iw_wc wc = {
+		.wr_id = e->wr_id,
+		.status = st,
+		.opcode = IW_WC_RECV,
+		.qp = qp,
+		.cause = qp->flush_cause,
+	};
+	iw_rq_entry_release(e);
+	complete(qp, qp->rcq, &wc);
+}
+
+static void qp_flush(struct iw_qp *qp)
+{
+	if (qp->flushed)
+		return;
+	qp->flushed = true;
+	iw_ctx_timer_cancel(qp->ctx, &qp->linger);
+	if (qp->connected)
+		iw_rdmap_flush(&qp->conn); /* SQ_FLUSH (or late SQ_DONE) per WR, in order */
+	qp->blame_sq = false;
+	if (qp->rx_cur) {
+		struct iw_rq_entry *e = qp->rx_cur;
+		qp->rx_cur = NULL;
+		flush_recv(qp, e, qp->blame_rq ? qp->blame_rq_status : IW_WC_WR_FLUSH_ERR);
+		if (!qp->srq)
+			iw_rq_pop(&qp->rq);
+	}
+	qp->blame_rq = false;
+	if (!qp->srq) {
+		struct iw_rq_entry *e;
+		while ((e = iw_rq_head(&qp->rq))) {
+			flush_recv(qp, e, IW_WC_WR_FLUSH_ERR);
+			iw_rq_pop(&qp->rq);
+		}
+	}
+}
+
+static bool drained(const struct iw_qp *qp)
+{
+	const struct iw_rdmap_conn *c = &qp->conn;
+	return c->sq_head == c->sq_tail && c->tx_count == 0 && !iw_rdmap_tx_pending(c);
+}
+
+void iw_qp_run_deferred(struct iw_qp *qp)
+{
+	unsigned w = qp->work;
+	struct iw_transport *t = qp->transport;
+
+	qp->work = 0;
+	if ((w & IW_QPW_FAIL) && qp->connected && qp->conn.state == IW_RDMAP_ST_RTS) {
+		qp->error_local = true;
+		iw_rdmap_fail(&qp->conn, CAUSE_LOCAL_CATA); /* -> ERROR event */
+		w |= IW_QPW_KICK;
+	}
+	if ((w & IW_QPW_KICK) && t && !qp->shut)
+		t->ops->kick(t);
+	if ((w & (IW_QPW_DRAIN | IW_QPW_KICK)) && qp->closing && !qp->flushed && qp->state == IW_QPS_RTS &&
+	    drained(qp)) {
+		qp->state = IW_QPS_CLOSED;
+		w |= IW_QPW_CLOSE | IW_QPW_FLUSH;
+	}
+	if ((w & (IW_QPW_CLOSE | IW_QPW_ABORT)) && t && !qp->shut) {
+		qp->shut = true;
+		t->ops->shutdown(t, (w & IW_QPW_ABORT) != 0);
+	}
+	if (w & IW_QPW_FLUSH)
+		qp_flush(qp);
+}
+
+int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, struct iw_transport *t)
+{
+	if (!qp || !p || !t || !t->ops || qp->connected || qp->state != IW_QPS_INIT)
+		return -EINVAL;
+	if (p->ird > IW_RDMAP_MAX_IRD_ORD || p->ord > IW_RDMAP_MAX_IRD_ORD)
+		return -EINVAL;
+	uint32_t n_ird = p->ird ? p->ird : 1;
+	struct iw_rdmap_ird_entry *ird = calloc(n_ird, sizeof(*ird));
+	struct iw_rdmap_tx_slot *tx = calloc(IW_QP_TX_SLOTS, sizeof(*tx));
+	if (!ird || !tx) {
+		free(ird);
+		free(tx);
+		return -ENOMEM;
+	}
+	struct iw_rdmap_conn_cfg cfg = {
+		.crc = p->crc,
+		.markers_tx = p->markers_tx,
+		.markers_rx = p->markers_rx,
+		.mulpdu = p->mulpdu,
+		.max_ulpdu_rx = p->max_ulpdu_rx,
+		.ird = p->ird,
+		.ord = p->ord,
+	};
+	struct iw_rdmap_conn_mem mem = {
+		.sq = qp->sq,
+		.sq_depth = qp->cap.max_send_wr,
+		.ird = ird,
+		.n_ird = n_ird,
+		.tx = tx,
+		.n_tx = IW_QP_TX_SLOTS,
+	};
+	int rc = iw_rdmap_conn_init(&qp->conn, &cfg, &engine_ops, qp, &mem);
+	if (rc < 0) {
+		free(ird);
+		free(tx);
+		return rc;
+	}
+	qp->ird = ird;
+	qp->tx = tx;
+	qp->n_tx = IW_QP_TX_SLOTS;
+	qp->sq_posted = 0;
+	qp->transport = t;
+	t->qp = qp;
+	qp->connected = true;
+	qp->state = IW_QPS_RTS;
+	return 0;
+}
+
+void iw_qp_transport_closed(struct iw_qp *qp, int err)
+{
+	if (!qp || !qp->connected || qp->flushed)
+		return;
+	qp->shut = true; /* nothing left to shut down */
+	if (err == 0) {
+		if (qp->state == IW_QPS_RTS)
+			qp->state = IW_QPS_CLOSED;
+	} else if (qp->state == IW_QPS_RTS) {
+		uint64_t cookie;
+		enter_error(qp, CAUSE_STREAM_LOST);
+		if (oldest_started(qp, NULL, &cookie))
+			blame_sq(qp, cookie, IW_WC_FATAL_ERR);
+		if (qp->rx_cur) {
+			qp->blame_rq = true;
+			qp->blame_rq_status = IW_WC_FATAL_ERR;
+		}
+	}
+	iw_qp_defer(qp, IW_QPW_FLUSH);
+}
+
+void iw_qp_disconnect(struct iw_qp *qp)
+{
+	if (!qp || !qp->connected || qp->state != IW_QPS_RTS || qp->closing)
+		return;
+	qp->closing = true;
+	linger_start(qp, IW_QP_DRAIN_POLL_MS);
+	iw_qp_defer(qp, IW_QPW_DRAIN | IW_QPW_KICK);
+}
+
+/* ------------------------------------------------------------------ */
+/* Create / destroy                                                    */
+
+static void qp_free(struct iw_qp *qp)
+{
+	if (!qp)
+		return;
+	free(qp->sq);
+	free(qp->sq_meta);
+	free(qp->inline_mem);
+	free(qp->ird);
+	free(qp->tx);
+	free(qp->rq.ring);
+	free(qp);
+}
+
+int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw_qp **out)
+{
+	if (!pd || !attr || !out || !attr->send_cq || !attr->recv_cq)
+		return -EINVAL;
+	struct iw_context *ctx = pd->ctx;
+	if (attr->send_cq->ctx != ctx || attr->recv_cq->ctx != ctx)
+		return -EINVAL;
+	if (attr->srq && (attr->srq->ctx != ctx || attr->srq->pd != pd))
+		return -EINVAL;
+
+	struct iw_qp_cap cap = attr->cap;
+	if (!cap.max_send_wr)
+		cap.max_send_wr = 128;
+	if (!cap.max_recv_wr)
+		cap.max_recv_wr = 128;
+	if (!cap.max_send_sge)
+		cap.max_send_sge = 4;
+	if (!cap.max_recv_sge)
+		cap.max_recv_sge = 4;
+	if (!cap.max_inline_data)
+		cap.max_inline_data = 64;
+	if (cap.max_send_wr > IW_MAX_WR || cap.max_recv_wr > IW_MAX_WR || cap.max_send_sge > IW_MAX_SEND_SGE ||
+	    cap.max_recv_sge > IW_MAX_RECV_SGE || cap.max_inline_data > IW_MAX_INLINE)
+		return -EINVAL;
+	if (attr->srq)
+		cap.max_recv_wr = cap.max_recv_sge = 0; /* receives come from the SRQ */
+
+	struct iw_qp *qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	qp->sq = calloc(cap.max_send_wr, sizeof(*qp->sq));
+	qp->sq_meta = calloc(cap.max_send_wr, sizeof(*qp->sq_meta));
+	qp->inline_mem = malloc((size_t)cap.max_send_wr * cap.max_inline_data);
+	if (!qp->sq || !qp->sq_meta || !qp->inline_mem ||
+	    (!attr->srq && iw_rq_init(&qp->rq, cap.max_recv_wr, cap.max_recv_sge) < 0)) {
+		qp_free(qp);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < cap.max_send_wr; i++)
+		qp->sq_meta[i].inline_buf = qp->inline_mem + (size_t)i * cap.max_inline_data;
+	qp->ctx = ctx;
+	qp->pd = pd;
+	qp->scq = attr->send_cq;
+	qp->rcq = attr->recv_cq;
+	qp->srq = attr->srq;
+	qp->cap = cap;
+	qp->sq_sig_all = attr->sq_sig_all;
+	qp->user_context = attr->qp_context;
+	qp->state = IW_QPS_INIT;
+	qp->linger.cb = linger_expired;
+
+	iw_ctx_lock(ctx);
+	if (ctx->n_qp >= ctx->max_qp) {
+		iw_ctx_unlock(ctx);
+		qp_free(qp);
+		return -ENOSPC;
+	}
+	ctx->n_qp++;
+	pd->n_users++;
+	qp->scq->n_qp++;
+	qp->rcq->n_qp++;
+	if (qp->srq)
+		qp->srq->n_qp++;
+	iw_ctx_unlock(ctx);
+	*out = qp;
+	return 0;
+}
+
+int iw_destroy_qp(struct iw_qp *qp)
+{
+	if (!qp)
+		return -EINVAL;
+	struct iw_context *ctx = qp->ctx;
+	iw_ctx_lock(ctx);
+	struct iw_transport *t = qp->transport;
+	if (t) {
+		if (!qp->shut) {
+			qp->shut = true;
+			t->ops->shutdown(t, true);
+		}
+		qp->transport = NULL;
+		t->qp = NULL;
+		t->ops->destroy(t);
+	}
+	undefer(qp);
+	iw_ctx_timer_cancel(ctx, &qp->linger);
+	/* Outstanding WRs are dropped without completions; their regions
+	 * are released. */
+	if (qp->connected) {
+		for (uint32_t i = qp->conn.sq_head; i != qp->conn.sq_tail; i++)
+			meta_release(meta_of(qp, i));
+	}
+	if (qp->srq && qp->rx_cur)
+		iw_rq_entry_release(qp->rx_cur);
+	qp->rx_cur = NULL;
+	if (!qp->srq)
+		iw_rq_fini(&qp->rq);
+	ctx->n_qp--;
+	qp->pd->n_users--;
+	qp->scq->n_qp--;
+	qp->rcq->n_qp--;
+	if (qp->srq)
+		qp->srq->n_qp--;
+	iw_ctx_unlock(ctx);
+	qp_free(qp);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Posting                                                             */
+
+static int map_opcode(const struct iw_send_wr *wr, enum iw_rdmap_wr_opcode *op)
+{
+	bool se = wr->send_flags & IW_SEND_SOLICITED;
+	switch (wr->opcode) {
+	case IW_WR_SEND:
+		*op = se ? IW_RDMAP_WR_SEND_SE : IW_RDMAP_WR_SEND;
+		return 0;
+	case IW_WR_SEND_WITH_SE:
+		*op = IW_RDMAP_WR_SEND_SE;
+		return 0;
+	case IW_WR_SEND_WITH_INV:
+		*op = se ? IW_RDMAP_WR_SEND_SE_INV : IW_RDMAP_WR_SEND_INV;
+		return 0;
+	case IW_WR_SEND_WITH_SE_INV:
+		*op = IW_RDMAP_WR_SEND_SE_INV;
+		return 0;
+	case IW_WR_RDMA_WRITE:
+		*op = IW_RDMAP_WR_WRITE;
+		return 0;
+	case IW_WR_RDMA_READ:
+		*op = IW_RDMAP_WR_READ;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
+{
+	const unsigned known = IW_SEND_SIGNALED | IW_SEND_INLINE | IW_SEND_FENCE | IW_SEND_SOLICITED;
+	struct iw_rdmap_conn *c = &qp->conn;
+	struct iw_rdmap_wr w;
+	struct iw_mr *mrs[IW_RDMAP_MAX_SGE];
+	int nmr = 0;
+
+	if (!qp->connected || qp->state != IW_QPS_RTS || qp->closing)
+		return -EPIPE;
+	memset(&w, 0, sizeof(w));
+	if (map_opcode(wr, &w.opcode) < 0 || (wr->send_flags & ~known))
+		return -EINVAL;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
+		return -EINVAL;
+	bool read = w.opcode == IW_RDMAP_WR_READ, inl = wr->send_flags & IW_SEND_INLINE;
+	/* An iWARP READ sink is one STag: one SGE; inline makes no sense. */
+	if (read && (inl || wr->num_sge > 1 || c->cfg.ord == 0))
+		return -EINVAL;
+	if (c->sq_tail - c->sq_head >= qp->cap.max_send_wr)
+		return -ENOSPC;
+
+	struct iw_sq_meta *m = meta_of(qp, c->sq_tail);
+	uint64_t total = 0;
+	if (inl) {
+		for (int i = 0; i < wr->num_sge; i++) {
+			total += wr->sg_list[i].length;
+			if (wr->sg_list[i].length && !wr->sg_list[i].addr)
+				return -EINVAL;
+		}
+		if (total > qp->cap.max_inline_data)
+			return -EMSGSIZE;
+		/* The slot is free (the SQ has room): copy now, the caller's
+		 * buffers may be reused as soon as we return. */
+		size_t off = 0;
+		for (int i = 0; i < wr->num_sge; i++) {
+			const struct iw_sge *s = &wr->sg_list[i];
+			if (s->length)
+				memcpy(m->inline_buf + off, (const void *)(uintptr_t)s->addr, s->length);
+			off += s->length;
+		}
+		if (total) {
+			w.sgl[0].iov_base = m->inline_buf;
+			w.sgl[0].iov_len = (size_t)total;
+			w.nsge = 1;
+		}
+	} else {
+		unsigned acc = read ? IW_RDMAP_ACC_LOCAL_WRITE : 0;
+		for (int i = 0; i < wr->num_sge; i++) {
+			const struct iw_sge *s = &wr->sg_list[i];
+			struct iw_mr *mr;
+			uint8_t *p;
+			if (iw_mr_lookup(qp->ctx, qp->pd, s->lkey, s->addr, s->length, acc, &mr, &p) != IW_STAG_OK)
+				return -EINVAL;
+			if (read && !(mr->access & IW_ACCESS_LOCAL_WRITE))
+				return -EINVAL; /* zero-length sinks too */
+			total += s->length;
+			/* Empty SGEs carry nothing; a READ keeps its one sink. */
+			if (s->length || read) {
+				w.sgl[w.nsge].iov_base = p;
+				w.sgl[w.nsge].iov_len = s->length;
+				w.nsge++;
+				mrs[nmr++] = mr;
+			}
+		}
+		if (total > UINT32_MAX)
+			return -EMSGSIZE;
+		if (read && wr->num_sge == 1) {
+			w.local_stag = wr->sg_list[0].lkey;
+			w.local_to = wr->sg_list[0].addr;
+		}
+	}
+	w.cookie = c->sq_tail;
+	w.fence = wr->send_flags & IW_SEND_FENCE;
+	w.remote_stag = wr->rkey;
+	w.remote_to = wr->remote_addr;
+	w.inv_stag = wr->invalidate_rkey;
+	int rc = iw_rdmap_post(c, &w);
+	if (rc < 0)
+		return rc;
+	m->wr_id = wr->wr_id;
+	m->opcode = wc_opcode_of(w.opcode);
+	m->signaled = wr->send_flags & IW_SEND_SIGNALED;
+	m->nmr = nmr;
+	for (int i = 0; i < nmr; i++) {
+		m->mr[i] = mrs[i];
+		mrs[i]->in_use++;
+	}
+	qp->sq_posted++;
+	return 0;
+}
+
+int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **bad_wr)
+{
+	if (!qp) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return -EINVAL;
+	}
+	int rc = 0, posted = 0;
+	iw_ctx_lock(qp->ctx);
+	for (; wr; wr = wr->next, posted++)
+		if ((rc = post_one(qp, wr)) < 0)
+			break;
+	if (posted)
+		iw_qp_defer(qp, IW_QPW_KICK);
+	iw_ctx_unlock(qp->ctx);
+	if (bad_wr)
+		*bad_wr = rc ? wr : NULL;
+	return rc;
+}
+
+int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_recv_wr **bad_wr)
+{
+	if (!qp || qp->srq) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return -EINVAL; /* a QP with an SRQ receives from the SRQ */
+	}
+	int rc;
+	iw_ctx_lock(qp->ctx);
+	if (qp->state == IW_QPS_ERROR || qp->state == IW_QPS_CLOSED || qp->closing) {
+		rc = -EPIPE;
+		if (bad_wr)
+			*bad_wr = wr;
+	} else {
+		rc = iw_rq_post(qp->ctx, qp->pd, &qp->rq, wr, bad_wr);
+	}
+	iw_ctx_unlock(qp->ctx);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Accessors                                                           */
+
+enum iw_qp_state iw_qp_state(const struct iw_qp *qp)
+{
+	if (!qp)
+		return IW_QPS_ERROR;
+	iw_ctx_lock(qp->ctx);
+	enum iw_qp_state s = qp->state;
+	iw_ctx_unlock(qp->ctx);
+	return s;
+}
+
+void *iw_qp_context(const struct iw_qp *qp)
+{
+	return qp ? qp->user_context : NULL;
+}
+
+struct iw_term_cause iw_qp_error(const struct iw_qp *qp)
+{
+	if (!qp)
+		return no_cause;
+	iw_ctx_lock(qp->ctx);
+	struct iw_term_cause c = qp->state == IW_QPS_ERROR ? qp->error : no_cause;
+	iw_ctx_unlock(qp->ctx);
+	return c;
+}
+
+void iw_qp_get_stats(const struct iw_qp *qp, struct iw_qp_stats *st)
+{
+	if (!qp || !st)
+		return;
+	iw_ctx_lock(qp->ctx);
+	*st = qp->stats;
+	st->fpdus_tx = qp->conn.fpdus_tx;
+	st->fpdus_rx = qp->conn.fpdus_rx;
+	st->bytes_placed = qp->conn.bytes_placed;
+	iw_ctx_unlock(qp->ctx);
+}

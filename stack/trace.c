@@ -1,0 +1,357 @@
+/* pcap tracing of live connections (classic pcap format written by hand,
+ * no libpcap dependency).
+ *
+ * Each traced connection is rendered as a consistent, loss-free TCP
+ * session between synthetic MACs and the real addresses/ports: SYN,
+ * SYN-ACK, ACK when it opens, every byte either side moved (MPA handshake
+ * and FPDUs alike) as ACK|PSH segments of at most TRACE_SEG bytes with
+ * correct IPv4/IPv6 and TCP checksums, and FIN/FIN/ACK or a RST when it
+ * closes. Each data segment acknowledges all the other side has sent, and
+ * the SYNs carry a window-scale option so that bulk transfers without
+ * pure ACKs never look like a full window to a decoder.
+ *
+ * Tracing is best effort: a write error stops the trace, never the
+ * connection. All calls run under the context lock. */
+#include "internal.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#define ETH_HLEN 14
+#define IP4_HLEN 20
+#define IP6_HLEN 40
+#define TCP_HLEN 20
+#define TCP_SYN_OPT 8 /* MSS (4), NOP (1), window scale (3) */
+/* Largest TCP payload per frame: keeps the IPv4 total length and the IPv6
+ * payload length below 65536. */
+#define TRACE_SEG 65000
+#define TRACE_FRAME_MAX (ETH_HLEN + IP6_HLEN + TCP_HLEN + TCP_SYN_OPT + TRACE_SEG)
+#define TRACE_SNAPLEN 262144
+#define TRACE_WSCALE 14
+#define TRACE_MSS 65495
+
+enum { F_FIN = 0x01, F_SYN = 0x02, F_RST = 0x04, F_PSH = 0x08, F_ACK = 0x10 };
+enum { SIDE_LOCAL = 0, SIDE_PEER = 1 };
+
+struct trace_conn {
+	bool open;
+	int family;
+	uint8_t addr[2][16];
+	uint16_t port[2];
+	uint32_t nxt[2]; /* next sequence number each side sends */
+	uint16_t ip_id[2];
+};
+
+struct iw_trace {
+	FILE *f;
+	bool failed;
+	uint8_t *frame;
+	struct trace_conn *conns;
+	uint32_t n_conns;
+	uint32_t isn_seed;
+};
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* One's-complement sum over big-endian 16-bit words. */
+static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t len)
+{
+	while (len > 1) {
+		sum += (uint32_t)p[0] << 8 | p[1];
+		p += 2;
+		len -= 2;
+	}
+	if (len)
+		sum += (uint32_t)p[0] << 8;
+	return sum;
+}
+
+static uint16_t csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static void trace_write(struct iw_trace *tr, const void *p, size_t len)
+{
+	if (tr->failed)
+		return;
+	if (fwrite(p, 1, len, tr->f) != len)
+		tr->failed = true;
+}
+
+/* Record header + frame. Host byte order, like every pcap writer. */
+static void trace_record(struct iw_trace *tr, size_t len)
+{
+	struct timespec ts;
+	uint32_t hdr[4];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	hdr[0] = (uint32_t)ts.tv_sec;
+	hdr[1] = (uint32_t)(ts.tv_nsec / 1000);
+	hdr[2] = (uint32_t)len;
+	hdr[3] = (uint32_t)len;
+	trace_write(tr, hdr, sizeof(hdr));
+	trace_write(tr, tr->frame, len);
+}
+
+/* One segment from side `from` with flags and len payload bytes gathered
+ * from iov (starting skip bytes in). */
+static void trace_segment(struct iw_trace *tr, struct trace_conn *c, int from, uint8_t flags,
+			  const struct iovec *iov, int iovcnt, size_t skip, size_t len)
+{
+	static const uint8_t mac[2][6] = { { 0x02, 0, 0, 0, 0, 0x01 }, { 0x02, 0, 0, 0, 0, 0x02 } };
+	int to = from ^ 1;
+	bool v6 = c->family == AF_INET6;
+	size_t ip_hlen = v6 ? IP6_HLEN : IP4_HLEN;
+	size_t tcp_hlen = TCP_HLEN + ((flags & F_SYN) ? TCP_SYN_OPT : 0);
+	uint8_t *eth = tr->frame, *ip = eth + ETH_HLEN, *tcp = ip + ip_hlen, *data = tcp + tcp_hlen;
+	size_t alen = v6 ? 16 : 4;
+
+	/* Gather the payload. */
+	size_t got = 0;
+	for (int i = 0; i < iovcnt && got < len; i++) {
+		size_t l = iov[i].iov_len;
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		size_t take = l - skip;
+		if (take > len - got)
+			take = len - got;
+		memcpy(data + got, (const uint8_t *)iov[i].iov_base + skip, take);
+		got += take;
+		skip = 0;
+	}
+	len = got;
+
+	memcpy(eth, mac[to], 6);
+	memcpy(eth + 6, mac[from], 6);
+	put16(eth + 12, v6 ? 0x86DD : 0x0800);
+
+	uint16_t tcp_len = (uint16_t)(tcp_hlen + len);
+	if (v6) {
+		put32(ip, 0x60000000u);
+		put16(ip + 4, tcp_len);
+		ip[6] = IPPROTO_TCP;
+		ip[7] = 64;
+		memcpy(ip + 8, c->addr[from], 16);
+		memcpy(ip + 24, c->addr[to], 16);
+	} else {
+		ip[0] = 0x45;
+		ip[1] = 0;
+		put16(ip + 2, (uint16_t)(IP4_HLEN + tcp_len));
+		put16(ip + 4, c->ip_id[from]++);
+		put16(ip + 6, 0x4000); /* DF */
+		ip[8] = 64;
+		ip[9] = IPPROTO_TCP;
+		put16(ip + 10, 0);
+		memcpy(ip + 12, c->addr[from], 4);
+		memcpy(ip + 16, c->addr[to], 4);
+		put16(ip + 10, csum_fold(csum_add(0, ip, IP4_HLEN)));
+	}
+
+	put16(tcp, c->port[from]);
+	put16(tcp + 2, c->port[to]);
+	put32(tcp + 4, c->nxt[from]);
+	put32(tcp + 8, (flags & F_ACK) ? c->nxt[to] : 0);
+	tcp[12] = (uint8_t)((tcp_hlen / 4) << 4);
+	tcp[13] = flags;
+	put16(tcp + 14, 0xFFFF);
+	put16(tcp + 16, 0);
+	put16(tcp + 18, 0);
+	if (flags & F_SYN) {
+		tcp[20] = 2; /* MSS */
+		tcp[21] = 4;
+		put16(tcp + 22, TRACE_MSS);
+		tcp[24] = 1; /* NOP */
+		tcp[25] = 3; /* window scale */
+		tcp[26] = 3;
+		tcp[27] = TRACE_WSCALE;
+	}
+
+	/* Pseudo-header, then the segment. */
+	uint32_t sum = csum_add(0, ip + (v6 ? 8 : 12), 2 * alen);
+	sum += IPPROTO_TCP;
+	sum += tcp_len;
+	sum = csum_add(sum, tcp, tcp_len);
+	put16(tcp + 16, csum_fold(sum));
+
+	c->nxt[from] += (uint32_t)len + ((flags & (F_SYN | F_FIN)) ? 1u : 0u);
+	trace_record(tr, ETH_HLEN + ip_hlen + tcp_len);
+}
+
+static bool addr_of(const struct sockaddr *sa, int *family, uint8_t addr[16], uint16_t *port)
+{
+	memset(addr, 0, 16);
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)sa;
+		memcpy(addr, &s->sin_addr, 4);
+		*port = ntohs(s->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)sa;
+		memcpy(addr, &s->sin6_addr, 16);
+		*port = ntohs(s->sin6_port);
+	} else {
+		return false;
+	}
+	*family = sa->sa_family;
+	return true;
+}
+
+int iw_trace_open(struct iw_context *ctx, const char *path)
+{
+	struct iw_trace *tr;
+
+	if (!ctx || !path)
+		return -EINVAL;
+	if (ctx->trace)
+		return -EBUSY;
+	tr = calloc(1, sizeof(*tr));
+	if (!tr)
+		return -ENOMEM;
+	tr->frame = malloc(TRACE_FRAME_MAX);
+	tr->f = fopen(path, "wbe");
+	if (!tr->frame || !tr->f) {
+		int err = tr->f ? ENOMEM : errno;
+		if (tr->f)
+			fclose(tr->f);
+		free(tr->frame);
+		free(tr);
+		return -err;
+	}
+	/* Classic pcap global header: microsecond timestamps, Ethernet. */
+	uint32_t gh[6] = { 0xa1b2c3d4u, 0, 0, 0, TRACE_SNAPLEN, 1 };
+	memcpy(&gh[1], (uint16_t[2]){ 2, 4 }, 4);
+	trace_write(tr, gh, sizeof(gh));
+	fflush(tr->f);
+	tr->isn_seed = (uint32_t)time(NULL) * 2654435761u;
+	ctx->trace = tr;
+	return tr->failed ? -EIO : 0;
+}
+
+void iw_trace_close(struct iw_context *ctx)
+{
+	struct iw_trace *tr = ctx ? ctx->trace : NULL;
+
+	if (!tr)
+		return;
+	ctx->trace = NULL;
+	fclose(tr->f);
+	free(tr->conns);
+	free(tr->frame);
+	free(tr);
+}
+
+static struct trace_conn *conn_get(struct iw_trace *tr, uint32_t h)
+{
+	if (!tr || h == 0 || h > tr->n_conns || !tr->conns[h - 1].open)
+		return NULL;
+	return &tr->conns[h - 1];
+}
+
+uint32_t iw_trace_conn_open(struct iw_context *ctx, const struct sockaddr *local, const struct sockaddr *peer,
+			    bool local_is_initiator)
+{
+	struct iw_trace *tr = ctx ? ctx->trace : NULL;
+	struct trace_conn c = { 0 };
+	int fam_peer = 0;
+	uint32_t slot;
+
+	if (!tr || tr->failed || !local || !peer)
+		return 0;
+	if (!addr_of(local, &c.family, c.addr[SIDE_LOCAL], &c.port[SIDE_LOCAL]) ||
+	    !addr_of(peer, &fam_peer, c.addr[SIDE_PEER], &c.port[SIDE_PEER]) || fam_peer != c.family)
+		return 0;
+
+	/* Both ends in this context (loopback): trace the connection once. */
+	for (slot = 0; slot < tr->n_conns; slot++) {
+		const struct trace_conn *o = &tr->conns[slot];
+		if (o->open && o->family == c.family && o->port[0] == c.port[1] && o->port[1] == c.port[0] &&
+		    !memcmp(o->addr[0], c.addr[1], 16) && !memcmp(o->addr[1], c.addr[0], 16))
+			return 0;
+	}
+	for (slot = 0; slot < tr->n_conns && tr->conns[slot].open; slot++)
+		;
+	if (slot == tr->n_conns) {
+		uint32_t cap = tr->n_conns ? tr->n_conns * 2 : 8;
+		struct trace_conn *n = realloc(tr->conns, cap * sizeof(*n));
+		if (!n)
+			return 0;
+		memset(n + tr->n_conns, 0, (cap - tr->n_conns) * sizeof(*n));
+		tr->conns = n;
+		tr->n_conns = cap;
+	}
+
+	c.open = true;
+	tr->isn_seed = tr->isn_seed * 1664525u + 1013904223u;
+	c.nxt[0] = tr->isn_seed;
+	tr->isn_seed = tr->isn_seed * 1664525u + 1013904223u;
+	c.nxt[1] = tr->isn_seed;
+	c.ip_id[0] = (uint16_t)(slot * 7919u);
+	c.ip_id[1] = (uint16_t)(slot * 7919u + 4099u);
+	tr->conns[slot] = c;
+
+	struct trace_conn *tc = &tr->conns[slot];
+	int a = local_is_initiator ? SIDE_LOCAL : SIDE_PEER;
+	trace_segment(tr, tc, a, F_SYN, NULL, 0, 0, 0);
+	trace_segment(tr, tc, a ^ 1, F_SYN | F_ACK, NULL, 0, 0, 0);
+	trace_segment(tr, tc, a, F_ACK, NULL, 0, 0, 0);
+	return slot + 1;
+}
+
+void iw_trace_data(struct iw_context *ctx, uint32_t conn, bool tx, const struct iovec *iov, int iovcnt,
+		   size_t len)
+{
+	struct iw_trace *tr = ctx ? ctx->trace : NULL;
+	struct trace_conn *c = conn_get(tr, conn);
+	size_t off = 0;
+
+	if (!c || tr->failed)
+		return;
+	while (off < len) {
+		size_t n = len - off;
+		if (n > TRACE_SEG)
+			n = TRACE_SEG;
+		trace_segment(tr, c, tx ? SIDE_LOCAL : SIDE_PEER, F_ACK | F_PSH, iov, iovcnt, off, n);
+		off += n;
+	}
+}
+
+void iw_trace_conn_close(struct iw_context *ctx, uint32_t conn, bool reset)
+{
+	struct iw_trace *tr = ctx ? ctx->trace : NULL;
+	struct trace_conn *c = conn_get(tr, conn);
+
+	if (!c)
+		return;
+	if (reset) {
+		trace_segment(tr, c, SIDE_LOCAL, F_RST | F_ACK, NULL, 0, 0, 0);
+	} else {
+		trace_segment(tr, c, SIDE_LOCAL, F_FIN | F_ACK, NULL, 0, 0, 0);
+		trace_segment(tr, c, SIDE_PEER, F_FIN | F_ACK, NULL, 0, 0, 0);
+		trace_segment(tr, c, SIDE_LOCAL, F_ACK, NULL, 0, 0, 0);
+	}
+	c->open = false;
+	/* A closed connection is complete on disk. */
+	if (!tr->failed && fflush(tr->f) != 0)
+		tr->failed = true;
+}
