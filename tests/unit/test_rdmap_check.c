@@ -1087,19 +1087,19 @@ START_TEST(test_engine_traffic_clean)
 
 			switch (posted % 3) {
 			case 0:
-				wr = wr_of(IW_WR_WRITE, a_src[posted], len);
+				wr = wr_of(IW_RDMAP_WR_WRITE, a_src[posted], len);
 				wr.remote_stag = b_stag;
 				wr.remote_to = (uint64_t)(uintptr_t)b_mem[posted];
 				break;
 			case 1:
-				wr = wr_of(IW_WR_READ, a_sink[posted], len);
+				wr = wr_of(IW_RDMAP_WR_READ, a_sink[posted], len);
 				wr.remote_stag = b_stag;
 				wr.remote_to = (uint64_t)(uintptr_t)b_mem[posted];
 				wr.local_stag = a_sink_stag;
 				wr.local_to = (uint64_t)(uintptr_t)a_sink[posted];
 				break;
 			default:
-				wr = wr_of(posted % 2 ? IW_WR_SEND_SE : IW_WR_SEND, a_src[posted], len);
+				wr = wr_of(posted % 2 ? IW_RDMAP_WR_SEND_SE : IW_RDMAP_WR_SEND, a_src[posted], len);
 				break;
 			}
 			rc = iw_rdmap_post(&x.t.a.conn, &wr);
@@ -1110,7 +1110,7 @@ START_TEST(test_engine_traffic_clean)
 			posted++;
 		}
 		while (b_posted < N) {
-			struct iw_rdmap_wr wr = wr_of(IW_WR_SEND, b_src[b_posted], 64);
+			struct iw_rdmap_wr wr = wr_of(IW_RDMAP_WR_SEND, b_src[b_posted], 64);
 
 			if (iw_rdmap_post(&x.t.b.conn, &wr) == -ENOSPC)
 				break;
@@ -1194,7 +1194,7 @@ START_TEST(test_engine_agrees)
 		/* B reads from A; the injected response races A's real one. */
 		static uint8_t a_src[128];
 		uint32_t a_stag = iwt_mem_reg(&x.t.a.mem, a_src, sizeof(a_src), IW_RDMAP_ACC_REMOTE_READ, 1, 4);
-		struct iw_rdmap_wr wr = wr_of(IW_WR_READ, mem, 100);
+		struct iw_rdmap_wr wr = wr_of(IW_RDMAP_WR_READ, mem, 100);
 
 		wr.remote_stag = a_stag;
 		wr.remote_to = (uint64_t)(uintptr_t)a_src;
@@ -1203,7 +1203,7 @@ START_TEST(test_engine_agrees)
 		ck_assert_int_eq(iw_rdmap_post(&x.t.b.conn, &wr), 0);
 		/* A speaks first (a Send), then B's request goes over. */
 		{
-			struct iw_rdmap_wr snd = wr_of(IW_WR_SEND, payload, 4);
+			struct iw_rdmap_wr snd = wr_of(IW_RDMAP_WR_SEND, payload, 4);
 
 			ck_assert_int_eq(iw_rdmap_post(&x.t.a.conn, &snd), 0);
 		}
