@@ -126,19 +126,6 @@ int iw_rdmap_violation_str(const struct iw_rdmap_violation *v, char *buf, size_t
 
 /* ---- configuration ---------------------------------------------------- */
 
-void iw_rdmap_check_ulp_lens(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu)
-{
-	bool tagged = ctrl[0] & IW_DDP_CTRL_TAGGED;
-	const struct iw_rdmap_opinfo *op = &iw_rdmap_optable[iw_rdmap_opcode_of(ctrl[1])];
-
-	*hdr_len = (uint16_t)iw_ddp_hdr_len_ctrl(ctrl[0]);
-	*min_ulpdu = *hdr_len;
-	/* Only a well-formed opcode has a known fixed part; anything else is
-	 * judged by RDMAP once the FPDU is complete. */
-	if ((op->flags & IW_OPF_VALID) && op->tagged == tagged)
-		*min_ulpdu = op->min_ulpdu;
-}
-
 enum iw_mpa_reject_reason iw_rdmap_check_cfg_from_mpa(const struct iw_mpa_frame *req,
 						      const struct iw_mpa_frame *rep,
 						      struct iw_rdmap_check_cfg *cfg)
@@ -194,7 +181,7 @@ void iw_rdmap_check_init(struct iw_rdmap_check *c, const struct iw_rdmap_check_c
 			.crc = c->cfg.crc,
 			.markers = c->cfg.markers[dir],
 			.max_ulpdu = c->cfg.max_ulpdu,
-			.ulp_lens = iw_rdmap_check_ulp_lens,
+			.ulp_lens = iw_rdmap_ulp_lens,
 		};
 
 		iw_mpa_rx_init(&d->rx, &rc);

@@ -195,11 +195,6 @@ struct iw_rdmap_check {
 	struct iw_rdmap_check_dir d[2];
 };
 
-/* The DDP/RDMAP header length and minimum ULPDU for two control bytes, as
- * mpa_rx wants them (iw_mpa_ulp_lens_fn): the DDP header by the T bit, the
- * minimum from the opcode table (Read Request 46). */
-void iw_rdmap_check_ulp_lens(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu);
-
 /* The observer's configuration from the two handshake frames, with the
  * negotiation rules of mpa_negotiate.h applied as the initiator would
  * (its settings inferred from its Request): CRC iff the Reply has C=1;

@@ -155,18 +155,6 @@ static const struct iw_ddp_rx_ops ddp_ops = {
 	.untagged = ddp_untagged,
 };
 
-/* MPA learns header sizes from the two control bytes. */
-static void ulp_lens(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu)
-{
-	bool tagged = ctrl[0] & IW_DDP_CTRL_TAGGED;
-	const struct iw_rdmap_opinfo *op = &iw_rdmap_optable[iw_rdmap_opcode_of(ctrl[1])];
-
-	*hdr_len = (uint16_t)iw_ddp_hdr_len_ctrl(ctrl[0]);
-	*min_ulpdu = *hdr_len;
-	if ((op->flags & IW_OPF_VALID) && op->tagged == tagged)
-		*min_ulpdu = op->min_ulpdu;
-}
-
 /* ------------------------------------------------------------------ */
 /* Receive: per-segment processing                                     */
 
@@ -722,7 +710,7 @@ int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *
 		.crc = cfg->crc,
 		.markers = cfg->markers_rx,
 		.max_ulpdu = cfg->max_ulpdu_rx,
-		.ulp_lens = ulp_lens,
+		.ulp_lens = iw_rdmap_ulp_lens,
 	};
 	iw_mpa_rx_init(&c->mpa_rx, &rc);
 	iw_ddp_rx_init(&c->ddp_rx, &ddp_ops, c);

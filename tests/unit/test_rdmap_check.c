@@ -136,7 +136,7 @@ START_TEST(test_ulp_lens)
 		uint8_t ctrl[2] = {v[i].c0, v[i].c1};
 		uint16_t hl = 0, min = 0;
 
-		iw_rdmap_check_ulp_lens(ctrl, &hl, &min);
+		iw_rdmap_ulp_lens(ctrl, &hl, &min);
 		ck_assert_uint_eq(hl, v[i].hl);
 		ck_assert_uint_eq(min, v[i].min);
 	}
