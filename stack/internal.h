@@ -292,6 +292,9 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 /* The transport lost the stream (peer FIN, RST, error). err 0: graceful.
  * The QP goes to ERROR/CLOSED and flushes everything outstanding. */
 void iw_qp_transport_closed(struct iw_qp *qp, int err);
+/* The QP is being destroyed: an id still in its handshake forgets it
+ * (the connection then fails with -ECANCELED). */
+void iw_cm_qp_gone(struct iw_qp *qp);
 /* The CM disconnects: graceful close after pending sends, then flush. */
 void iw_qp_disconnect(struct iw_qp *qp);
 

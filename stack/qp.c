@@ -672,6 +672,7 @@ int iw_destroy_qp(struct iw_qp *qp)
 		t->ops->destroy(t);
 	}
 	undefer(qp);
+	iw_cm_qp_gone(qp);
 	iw_ctx_timer_cancel(ctx, &qp->linger);
 	/* Outstanding WRs are dropped without completions; their regions
 	 * are released. */
