@@ -443,6 +443,17 @@ void iw_mpa_rx_set_sink(struct iw_mpa_rx *rx, const struct iovec *sink, int nsin
 	rx->state = payload_len(rx) ? IW_MPA_RX_S_PAYLOAD : IW_MPA_RX_S_TRAILER;
 }
 
+bool iw_mpa_rx_drop_sink(struct iw_mpa_rx *rx)
+{
+	if (rx->state != IW_MPA_RX_S_PAYLOAD)
+		return false;
+	/* An index past the list sends the remaining bytes to discard. */
+	rx->sink_idx = rx->nsink;
+	rx->sink_off = 0;
+	rx->discarding = true;
+	return true;
+}
+
 bool iw_mpa_rx_at_boundary(const struct iw_mpa_rx *rx)
 {
 	return rx->state == IW_MPA_RX_S_LEN && rx->have == 0 && rx->stream_off == rx->fpdu_start;

@@ -120,6 +120,11 @@ void iw_mpa_rx_commit(struct iw_mpa_rx *rx, size_t n, struct iw_mpa_rx_event *ev
  * until the FPDU event). NULL/0 drops the payload (it is still CRC-checked). */
 void iw_mpa_rx_set_sink(struct iw_mpa_rx *rx, const struct iovec *sink, int nsink);
 
+/* The sink given for the current FPDU must no longer be written (its
+ * memory is going away): the rest of this payload is dropped (still
+ * CRC-checked). Returns true if a payload was in progress. */
+bool iw_mpa_rx_drop_sink(struct iw_mpa_rx *rx);
+
 /* True between FPDUs (no partial FPDU buffered): a clean place to stop. */
 bool iw_mpa_rx_at_boundary(const struct iw_mpa_rx *rx);
 

@@ -155,18 +155,6 @@ static const struct iw_ddp_rx_ops ddp_ops = {
 	.untagged = ddp_untagged,
 };
 
-/* MPA learns header sizes from the two control bytes. */
-static void ulp_lens(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu)
-{
-	bool tagged = ctrl[0] & IW_DDP_CTRL_TAGGED;
-	const struct iw_rdmap_opinfo *op = &iw_rdmap_optable[iw_rdmap_opcode_of(ctrl[1])];
-
-	*hdr_len = (uint16_t)iw_ddp_hdr_len_ctrl(ctrl[0]);
-	*min_ulpdu = *hdr_len;
-	if ((op->flags & IW_OPF_VALID) && op->tagged == tagged)
-		*min_ulpdu = op->min_ulpdu;
-}
-
 /* ------------------------------------------------------------------ */
 /* Receive: per-segment processing                                     */
 
@@ -215,6 +203,7 @@ static void on_header(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *ev)
 	struct iw_term_cause cause;
 
 	c->rx.ird_overflow = false;
+	c->rx.dest_gone = false;
 	memcpy(c->rx.ulpdu_head, ev->hdr, ev->hdr_len);
 	c->rx.hdr_len = ev->hdr_len;
 	c->rx.ulpdu_len = ev->ulpdu_len;
@@ -335,6 +324,11 @@ static void on_terminate(struct iw_rdmap_conn *c)
 static void on_fpdu(struct iw_rdmap_conn *c)
 {
 	const struct iw_ddp_segment *s = &c->rx.seg;
+
+	if (c->rx.dest_gone) {
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_TAGGED, IW_ECODE_DDP_T_INV_STAG));
+		return;
+	}
 	bool complete = iw_ddp_rx_end(&c->ddp_rx, s);
 
 	c->fpdus_rx++;
@@ -380,6 +374,23 @@ static void on_rx_event(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *e
 		break;
 	case IW_MPA_RX_NONE:
 		break;
+	}
+}
+
+void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, const void *addr, size_t len)
+{
+	const struct iw_ddp_segment *s = &c->rx.seg;
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+
+	if (c->state != IW_RDMAP_ST_RTS || c->mpa_rx.state != IW_MPA_RX_S_PAYLOAD || !s->hdr.tagged)
+		return;
+	for (int i = 0; i < s->ndest; i++) {
+		uintptr_t d = (uintptr_t)s->dest[i].iov_base;
+		if (d < hi && d + s->dest[i].iov_len > lo) {
+			iw_mpa_rx_drop_sink(&c->mpa_rx);
+			c->rx.dest_gone = true;
+			return;
+		}
 	}
 }
 
@@ -699,7 +710,7 @@ int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *
 		.crc = cfg->crc,
 		.markers = cfg->markers_rx,
 		.max_ulpdu = cfg->max_ulpdu_rx,
-		.ulp_lens = ulp_lens,
+		.ulp_lens = iw_rdmap_ulp_lens,
 	};
 	iw_mpa_rx_init(&c->mpa_rx, &rc);
 	iw_ddp_rx_init(&c->ddp_rx, &ddp_ops, c);

@@ -176,6 +176,7 @@ struct iw_rdmap_rx_cur {
 	uint16_t ulpdu_len;
 	uint8_t opcode;
 	bool ird_overflow; /* a Read Request beyond IRD is being received */
+	bool dest_gone;    /* the tagged destination was deregistered mid-FPDU */
 };
 
 enum iw_rdmap_conn_state {
@@ -264,6 +265,13 @@ size_t iw_rdmap_rx_feed(struct iw_rdmap_conn *c, const void *data, size_t len);
 /* Zero-copy receive: where the next bytes go (0 when the stream stopped). */
 int iw_rdmap_rx_prepare(struct iw_rdmap_conn *c, struct iovec *iov, int cap);
 void iw_rdmap_rx_commit(struct iw_rdmap_conn *c, size_t n);
+
+/* Memory [addr, addr + len) is about to disappear (its region is being
+ * deregistered or re-registered). If the segment being received is
+ * placing into it, the rest of that payload is dropped and, when the FPDU
+ * ends, the stream fails with (1,1,0x00) invalid STag: the STag stopped
+ * existing under the peer's WRITE. Nothing is ever written there again. */
+void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, const void *addr, size_t len);
 
 /* Report a violation detected outside the engine (e.g. the transport lost
  * the stream): queue the Terminate and stop. */

@@ -62,3 +62,14 @@ void iw_rdmap_read_req_decode(const uint8_t in[IW_RDMAP_READ_REQ_LEN], struct iw
 	r->src_stag = iw_get_be32(in + RR_OFF(src_stag));
 	r->src_to = iw_get_be64(in + RR_OFF(src_to));
 }
+
+void iw_rdmap_ulp_lens(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu)
+{
+	bool tagged = ctrl[0] & IW_DDP_CTRL_TAGGED;
+	const struct iw_rdmap_opinfo *op = &iw_rdmap_optable[iw_rdmap_opcode_of(ctrl[1])];
+
+	*hdr_len = (uint16_t)iw_ddp_hdr_len_ctrl(ctrl[0]);
+	*min_ulpdu = *hdr_len;
+	if ((op->flags & IW_OPF_VALID) && op->tagged == tagged)
+		*min_ulpdu = op->min_ulpdu;
+}

@@ -99,4 +99,10 @@ extern const struct iw_rdmap_opinfo iw_rdmap_optable[IW_OP_MAX];
 
 const char *iw_rdmap_opcode_name(uint8_t opcode);
 
+/* For the MPA deframer (iw_mpa_ulp_lens_fn): from the DDP and RDMAP control
+ * bytes, the header length to deliver (the DDP header) and the minimum
+ * ULPDU length (DDP header + the opcode's fixed RDMAP part, when the
+ * opcode is valid for that model; anything else is judged by RDMAP). */
+void iw_rdmap_ulp_lens(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu);
+
 #endif

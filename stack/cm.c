@@ -360,6 +360,15 @@ static ssize_t cm_read(struct iw_cm_id *id, size_t want)
 	}
 }
 
+void iw_cm_qp_gone(struct iw_qp *qp)
+{
+	struct iw_cm_id *id = qp->cm_id;
+
+	if (id && id->qp == qp)
+		id->qp = NULL;
+	qp->cm_id = NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Establishing                                                        */
 
@@ -388,6 +397,10 @@ static void cm_establish(struct iw_cm_id *id, bool initiator, const void *peer_p
 	struct iw_transport *t;
 	int rc;
 
+	if (!qp) {
+		cm_fail(id, -ECANCELED); /* the QP was destroyed during the handshake */
+		return;
+	}
 	if (initiator && o->p2p && o->rtr != IW_MPA_RTR_WRITE) {
 		cm_fail(id, -EPROTO); /* only the WRITE RTR is ours to send */
 		return;

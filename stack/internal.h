@@ -61,6 +61,7 @@ struct iw_context {
 	struct iw_trace *trace;  /* NULL: not tracing */
 	/* QPs with deferred work (completions to flush into CQs, kicks). */
 	struct iw_qp *deferred;
+	struct iw_qp *qps; /* every QP of the context (qp->ctx_next) */
 
 	/* --- verbs additions --- */
 	uint32_t n_srq;
@@ -125,6 +126,8 @@ struct iw_mr {
  * sinks). For len == 0 only existence, key and PD are checked. */
 enum iw_stag_status iw_mr_lookup(struct iw_context *ctx, struct iw_pd *pd, uint32_t stag, uint64_t to,
 				 size_t len, unsigned rdmap_access, struct iw_mr **mr, uint8_t **addr);
+/* Memory of a region is going away: no QP may go on placing into it. */
+void iw_qp_all_memory_gone(struct iw_context *ctx, const void *addr, size_t len);
 /* Invalidate for a peer's Send with Invalidate: 0, or -1 if the STag is
  * unknown, of another PD, or already invalid. */
 int iw_mr_invalidate(struct iw_context *ctx, struct iw_pd *pd, uint32_t stag);
@@ -251,6 +254,7 @@ struct iw_qp {
 	struct iw_qp_stats stats;
 	struct iw_qp *deferred_next;
 	bool deferred;
+	struct iw_qp *ctx_next;
 
 	/* --- verbs additions --- */
 	unsigned work;       /* IW_QPW_* pending deferred work */
@@ -288,6 +292,9 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 /* The transport lost the stream (peer FIN, RST, error). err 0: graceful.
  * The QP goes to ERROR/CLOSED and flushes everything outstanding. */
 void iw_qp_transport_closed(struct iw_qp *qp, int err);
+/* The QP is being destroyed: an id still in its handshake forgets it
+ * (the connection then fails with -ECANCELED). */
+void iw_cm_qp_gone(struct iw_qp *qp);
 /* The CM disconnects: graceful close after pending sends, then flush. */
 void iw_qp_disconnect(struct iw_qp *qp);
 

@@ -636,6 +636,8 @@ int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw
 		return -ENOSPC;
 	}
 	ctx->n_qp++;
+	qp->ctx_next = ctx->qps;
+	ctx->qps = qp;
 	pd->n_users++;
 	qp->scq->n_qp++;
 	qp->rcq->n_qp++;
@@ -644,6 +646,13 @@ int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw
 	iw_ctx_unlock(ctx);
 	*out = qp;
 	return 0;
+}
+
+void iw_qp_all_memory_gone(struct iw_context *ctx, const void *addr, size_t len)
+{
+	for (struct iw_qp *qp = ctx->qps; qp; qp = qp->ctx_next)
+		if (qp->connected)
+			iw_rdmap_rx_memory_gone(&qp->conn, addr, len);
 }
 
 int iw_destroy_qp(struct iw_qp *qp)
@@ -663,6 +672,7 @@ int iw_destroy_qp(struct iw_qp *qp)
 		t->ops->destroy(t);
 	}
 	undefer(qp);
+	iw_cm_qp_gone(qp);
 	iw_ctx_timer_cancel(ctx, &qp->linger);
 	/* Outstanding WRs are dropped without completions; their regions
 	 * are released. */
@@ -676,6 +686,11 @@ int iw_destroy_qp(struct iw_qp *qp)
 	if (!qp->srq)
 		iw_rq_fini(&qp->rq);
 	ctx->n_qp--;
+	for (struct iw_qp **pp = &ctx->qps; *pp; pp = &(*pp)->ctx_next)
+		if (*pp == qp) {
+			*pp = qp->ctx_next;
+			break;
+		}
 	qp->pd->n_users--;
 	qp->scq->n_qp--;
 	qp->rcq->n_qp--;

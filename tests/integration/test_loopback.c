@@ -563,6 +563,33 @@ START_TEST(test_destroy_midway)
 }
 END_TEST
 
+
+/* The client QP is destroyed while its connection is still in the MPA
+ * exchange: the connection fails cleanly, nothing touches the freed QP. */
+START_TEST(test_destroy_qp_while_connecting)
+{
+	struct pair p;
+
+	pair_listen(&p, AF_INET, 8);
+	ep_init(&p.c);
+	ep_init(&p.s);
+	ck_assert_int_eq(iw_cm_create_id(p.cch, NULL, &p.c.id), 0);
+	ck_assert_int_eq(iw_cm_connect(p.c.id, p.c.qp, (struct sockaddr *)&p.addr, NULL), 0);
+	struct iw_cm_event *ev = ev_expect(p.sch, IW_CM_EVENT_CONNECT_REQUEST);
+	p.s.id = ev->id;
+	iw_cm_ack_event(ev);
+	ck_assert_int_eq(iw_destroy_qp(p.c.qp), 0);
+	p.c.qp = NULL;
+	ck_assert_int_eq(iw_cm_accept(p.s.id, p.s.qp, NULL), 0);
+	ev = ev_wait(p.cch, WAIT_MS);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_int_eq(ev->type, IW_CM_EVENT_CONNECT_ERROR);
+	ck_assert_int_eq(ev->status, -ECANCELED);
+	iw_cm_ack_event(ev);
+	pair_free(&p);
+}
+END_TEST
+
 /* A raw TCP client toward the listener. */
 static int raw_connect(const struct sockaddr_storage *a)
 {
@@ -1275,6 +1302,7 @@ static Suite *loopback_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_connect_ipv4_pdata);
+	tcase_add_test(tc, test_destroy_qp_while_connecting);
 	tcase_add_test(tc, test_connect_ipv6_pdata);
 	tcase_add_test(tc, test_pdata_limit);
 	tcase_add_test(tc, test_reject_pdata);

@@ -857,6 +857,46 @@ START_TEST(terminate_mid_message)
 }
 END_TEST
 
+
+/* The target region is deregistered while a WRITE FPDU is half placed:
+ * nothing more lands in it, and the stream ends with (1,1,0x00). */
+START_TEST(memory_gone_mid_fpdu)
+{
+	struct iw_rdmap_conn_cfg cfg = make_cfg(_i & 1, false);
+	struct iwt_b2b t;
+	iwt_b2b_init(&t, &cfg, iwt_seed());
+	t.rx_mode = _i & 2 ? IWT_RX_ZEROCOPY : IWT_RX_FEED;
+	t.max_chunk = 64;
+	static uint8_t src[1000], dst[1000];
+	memset(src, 0x77, sizeof(src));
+	memset(dst, 0, sizeof(dst));
+	uint32_t d = iwt_mem_reg(&t.b.mem, dst, sizeof(dst), IW_RDMAP_ACC_REMOTE_WRITE, 1, 4);
+	struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_WRITE, 1, src, sizeof(src));
+	wr.remote_stag = d;
+	wr.remote_to = va(dst);
+	ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &wr), 0);
+	iwt_ep_pull(&t, &t.a);
+	iwt_ep_deliver(&t, &t.a, &t.b, 300); /* header and part of the payload */
+	size_t placed = 0;
+	while (placed < sizeof(dst) && dst[placed] == 0x77)
+		placed++;
+	ck_assert_uint_gt(placed, 0);
+	ck_assert_uint_lt(placed, sizeof(dst));
+	iw_rdmap_rx_memory_gone(&t.b.conn, dst, sizeof(dst));
+	iwt_mem_find(&t.b.mem, d)->valid = false;
+	ck_assert(iwt_b2b_pump(&t, 100));
+	for (size_t i = placed; i < sizeof(dst); i++)
+		ck_assert_uint_eq(dst[i], 0);
+	const struct iwt_event *e = iwt_ep_find(&t.b, IW_RDMAP_EV_ERROR, 0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert(iw_term_cause_eq(e->ev.cause, IW_TERM_CAUSE(1, 1, 0x00)));
+	ck_assert_ptr_nonnull(iwt_ep_find(&t.a, IW_RDMAP_EV_TERM_RECV, 0));
+	/* Memory going away elsewhere, or between FPDUs, changes nothing. */
+	iw_rdmap_rx_memory_gone(&t.a.conn, src, sizeof(src));
+	iwt_b2b_fini(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("rdmap_conn");
@@ -882,6 +922,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(te, err_mpa_marker, 0, 2);
 	tcase_add_loop_test(te, err_ulpdu_too_small, 0, 2);
 	tcase_add_loop_test(te, terminate_mid_message, 0, 2);
+	tcase_add_loop_test(te, memory_gone_mid_fpdu, 0, 4);
 	suite_add_tcase(s, te);
 	return s;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iwt_check.h"
 #include "iwt_common.h"
 #include "stack/internal.h"
 #include "stack/pipe_transport.h"
@@ -1528,9 +1529,5 @@ int main(void)
 {
 	rng = iwt_seed();
 	(void)rng;
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return iwt_run_suite(suite());
 }
