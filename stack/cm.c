@@ -30,6 +30,7 @@
 
 #define CM_REQ_TIMEOUT_MS 5000      /* passive: Request must arrive within (siw) */
 #define CM_CONNECT_TIMEOUT_MS 10000 /* active default: TCP connect + Reply (siw) */
+#define CM_FIRST_FPDU_DELAY_MS 20   /* see iw_conn_param.first_fpdu_delay_ms */
 #define CM_DEFAULT_BACKLOG 64
 #define CM_IRD_ORD_DEFAULT 16
 #define CM_MIN_ULPDU 64
@@ -302,6 +303,10 @@ static int cm_settings(struct iw_cm_id *id, const struct iw_conn_param *p, bool 
 	if (p->timeout_ms < 0)
 		return -EINVAL;
 	id->timeout_ms = p->timeout_ms ? p->timeout_ms : CM_CONNECT_TIMEOUT_MS;
+	if (p->first_fpdu_delay_ms < -1)
+		return -EINVAL;
+	id->first_fpdu_delay_ms = p->first_fpdu_delay_ms == 0 ? CM_FIRST_FPDU_DELAY_MS
+				  : p->first_fpdu_delay_ms < 0 ? 0 : (uint32_t)p->first_fpdu_delay_ms;
 	return 0;
 }
 
@@ -391,6 +396,7 @@ static void cm_establish(struct iw_cm_id *id, bool initiator, const void *peer_p
 		.fd = id->watch.fd,
 		.tx_gate = !initiator && o->wait_for_first_fpdu,
 		.send_rtr = initiator && o->p2p && o->rtr == IW_MPA_RTR_WRITE,
+		.tx_delay_ms = initiator ? id->first_fpdu_delay_ms : 0,
 		.trace_conn = id->trace_conn,
 		.cm_id = id,
 	};

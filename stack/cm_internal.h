@@ -63,6 +63,7 @@ struct iw_cm_id {
 	struct iw_mpa_settings settings;
 	uint32_t max_ulpdu;
 	int timeout_ms;
+	uint32_t first_fpdu_delay_ms; /* initiator: hold the first FPDU this long */
 	struct iw_mpa_frame req; /* sent (active) or received (passive) */
 	struct iw_mpa_outcome outcome;
 	uint8_t pd[IW_MPA_PD_MAX];        /* active: our private data */

@@ -328,6 +328,7 @@ struct iw_tcp_cfg {
 	int fd;             /* connected, non-blocking; owned by the transport from create on */
 	bool tx_gate;       /* responder: send nothing before the initiator's first FPDU */
 	bool send_rtr;      /* initiator, p2p: a zero-length RDMA WRITE goes first (RFC 6581 RTR) */
+	uint32_t tx_delay_ms; /* initiator: send nothing for this long (siw responder race) */
 	uint32_t trace_conn; /* iw_trace_conn_open handle, 0: not traced */
 	struct iw_cm_id *cm_id; /* told when the stream ends (iw_cm_conn_closed) */
 };

@@ -21,7 +21,9 @@
  *
  * Responder lock-step (RFC 5044, siw): after the MPA Reply nothing may be
  * sent before the initiator's first FPDU arrived: a tx gate that opens on
- * the first received byte. Peer-to-peer initiators send the RFC 6581
+ * the first received byte. The initiator's gate opens after a short delay
+ * (iw_conn_param.first_fpdu_delay_ms): a Linux siw responder can miss
+ * FPDUs that arrive before its QP reached RTS. Peer-to-peer initiators send the RFC 6581
  * zero-length RDMA WRITE RTR first; it is built here in the engine's MPA
  * stream (so markers and the peer's deframer stay in step) and is neither
  * a work request nor counted by the engine.
@@ -64,6 +66,8 @@ struct tcp_transport {
 	struct iw_context *ctx;
 	struct iw_watch watch;
 	struct iw_timer timer;
+	struct iw_timer delay_timer; /* initiator: first-FPDU delay */
+	uint32_t tx_delay_ms;
 	enum tp_state state;
 	bool watching;
 	bool gated;
@@ -118,6 +122,7 @@ static void tp_finish(struct tcp_transport *t, int err, bool notify_qp, bool abo
 		return;
 	t->state = TP_CLOSED;
 	iw_ctx_timer_cancel(t->ctx, &t->timer);
+	iw_ctx_timer_cancel(t->ctx, &t->delay_timer);
 	if (t->watching)
 		iw_ctx_watch_del(t->ctx, &t->watch);
 	t->watching = false;
@@ -377,6 +382,19 @@ static void tp_timer_cb(struct iw_timer *tm)
 	tp_leave(t);
 }
 
+/* The initiator's first-FPDU delay is over. */
+static void tp_delay_cb(struct iw_timer *tm)
+{
+	struct tcp_transport *t = (struct tcp_transport *)((char *)tm - offsetof(struct tcp_transport, delay_timer));
+
+	tp_enter(t);
+	if (t->gated) {
+		t->gated = false;
+		tp_tx(t);
+	}
+	tp_leave(t);
+}
+
 static void op_kick(struct iw_transport *bt)
 {
 	struct tcp_transport *t = tp_of(bt);
@@ -434,8 +452,10 @@ struct iw_transport *iw_tcp_transport_create(struct iw_context *ctx, struct iw_q
 	t->watch.fd = cfg->fd;
 	t->watch.cb = tp_watch_cb;
 	t->timer.cb = tp_timer_cb;
+	t->delay_timer.cb = tp_delay_cb;
 	t->state = TP_INIT;
-	t->gated = cfg->tx_gate;
+	t->gated = cfg->tx_gate || cfg->tx_delay_ms;
+	t->tx_delay_ms = cfg->tx_delay_ms;
 	t->send_rtr = cfg->send_rtr;
 	t->trace_conn = cfg->trace_conn;
 	t->cm_id = cfg->cm_id;
@@ -476,6 +496,8 @@ int iw_tcp_transport_start(struct iw_transport *bt)
 		return rc;
 	t->watching = true;
 	t->state = TP_OPEN;
+	if (t->tx_delay_ms)
+		iw_ctx_timer_arm(t->ctx, &t->delay_timer, t->tx_delay_ms);
 	tp_enter(t);
 	tp_tx(t);
 	tp_leave(t);

@@ -59,6 +59,12 @@ struct iw_conn_param {
 	 * like siw. Values above the MSS are for peers that are ours. */
 	uint32_t max_ulpdu;
 	int timeout_ms;           /* MPA exchange timeout, default 10000 */
+	/* Initiator: after the MPA Reply, wait this long before sending the
+	 * first FPDU. 0 means the default, 20 ms; -1 means no wait. Linux siw
+	 * as responder can miss FPDUs that arrive while it is still moving
+	 * its QP to RTS (seen: rping as server never saw our first SEND in
+	 * about half the runs without the wait). Costs once per connection. */
+	int first_fpdu_delay_ms;
 };
 
 enum iw_cm_event_type {

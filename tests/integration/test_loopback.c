@@ -590,6 +590,45 @@ START_TEST(test_destroy_qp_while_connecting)
 }
 END_TEST
 
+
+/* The initiator holds its first FPDU for first_fpdu_delay_ms after the
+ * Reply (a siw responder can miss earlier ones); -1 sends at once. */
+static uint64_t first_send_delay(int delay_param)
+{
+	struct pair p;
+	struct iw_conn_param cp = { .first_fpdu_delay_ms = delay_param };
+	static uint8_t sbuf[64], rbuf[64];
+
+	pair_listen(&p, AF_INET, 8);
+	ep_init(&p.c);
+	ep_init(&p.s);
+	struct iw_mr *smr, *rmr;
+	ck_assert_int_eq(iw_reg_mr(p.c.pd, sbuf, sizeof(sbuf), IW_ACCESS_LOCAL_WRITE, &smr), 0);
+	ck_assert_int_eq(iw_reg_mr(p.s.pd, rbuf, sizeof(rbuf), IW_ACCESS_LOCAL_WRITE, &rmr), 0);
+	post_recv(&p.s, rbuf, sizeof(rbuf), rmr, 7);
+	ck_assert_int_eq(iw_cm_create_id(p.cch, NULL, &p.c.id), 0);
+	ck_assert_int_eq(iw_cm_connect(p.c.id, p.c.qp, (struct sockaddr *)&p.addr, &cp), 0);
+	pair_accept(&p, NULL);
+	ev_expect_ack(p.cch, IW_CM_EVENT_ESTABLISHED);
+	uint64_t t0 = now_ms();
+	post_op(&p.c, IW_WR_SEND, sbuf, 8, smr, 0, 0, 0, 1);
+	expect_ok(wait_wc(p.s.cq), 7, IW_WC_RECV);
+	uint64_t dt = now_ms() - t0;
+	ev_expect_ack(p.sch, IW_CM_EVENT_ESTABLISHED);
+	expect_ok(wait_wc(p.c.cq), 1, IW_WC_SEND);
+	ck_assert_int_eq(iw_dereg_mr(smr), 0);
+	ck_assert_int_eq(iw_dereg_mr(rmr), 0);
+	pair_close(&p);
+	return dt;
+}
+
+START_TEST(test_first_fpdu_delay)
+{
+	ck_assert_uint_ge(first_send_delay(150), 140);
+	ck_assert_uint_lt(first_send_delay(-1), 140);
+}
+END_TEST
+
 /* A raw TCP client toward the listener. */
 static int raw_connect(const struct sockaddr_storage *a)
 {
@@ -1303,6 +1342,7 @@ static Suite *loopback_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_connect_ipv4_pdata);
 	tcase_add_test(tc, test_destroy_qp_while_connecting);
+	tcase_add_test(tc, test_first_fpdu_delay);
 	tcase_add_test(tc, test_connect_ipv6_pdata);
 	tcase_add_test(tc, test_pdata_limit);
 	tcase_add_test(tc, test_reject_pdata);
