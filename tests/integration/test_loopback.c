@@ -1371,6 +1371,98 @@ START_TEST(test_sge_inline_ord)
 }
 END_TEST
 
+
+/* One SRQ feeds three server QPs over real sockets: every SEND lands in
+ * some posted SRQ buffer, each buffer is used once, the data is right. */
+START_TEST(test_srq_sockets)
+{
+	enum { N = 3, PER = 20, LEN = 3000 };
+	struct pair p;
+	struct ep c[N];
+	struct iw_pd *spd;
+	struct iw_cq *scq;
+	struct iw_srq *srq;
+	struct iw_qp *sqp[N];
+	struct iw_cm_id *sid[N];
+	static uint8_t cbuf[N][LEN], sbuf[N * PER][LEN];
+	struct iw_mr *cmr[N], *smr;
+
+	pair_listen(&p, AF_INET, 8);
+	ck_assert_int_eq(iw_alloc_pd(ctx, &spd), 0);
+	ck_assert_int_eq(iw_create_cq(ctx, 1024, NULL, &scq), 0);
+	struct iw_srq_init_attr sa = { .max_wr = N * PER, .max_sge = 1 };
+	ck_assert_int_eq(iw_create_srq(spd, &sa, &srq), 0);
+	ck_assert_int_eq(iw_reg_mr(spd, sbuf, sizeof(sbuf), IW_ACCESS_LOCAL_WRITE, &smr), 0);
+	for (int i = 0; i < N * PER; i++) {
+		struct iw_sge sge = { (uint64_t)(uintptr_t)sbuf[i], LEN, iw_mr_stag(smr) };
+		struct iw_recv_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1 }, *bad;
+		ck_assert_int_eq(iw_post_srq_recv(srq, &wr, &bad), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		struct iw_qp_init_attr qa = { .send_cq = scq, .recv_cq = scq, .srq = srq, .sq_sig_all = true };
+		ck_assert_int_eq(iw_create_qp(spd, &qa, &sqp[i]), 0);
+		ep_init(&c[i]);
+		ck_assert_int_eq(iw_reg_mr(c[i].pd, cbuf[i], LEN, IW_ACCESS_LOCAL_WRITE, &cmr[i]), 0);
+		ck_assert_int_eq(iw_cm_create_id(p.cch, NULL, &c[i].id), 0);
+		ck_assert_int_eq(iw_cm_connect(c[i].id, c[i].qp, (struct sockaddr *)&p.addr, NULL), 0);
+		struct iw_cm_event *ev = ev_expect(p.sch, IW_CM_EVENT_CONNECT_REQUEST);
+		sid[i] = ev->id;
+		iw_cm_ack_event(ev);
+		ck_assert_int_eq(iw_cm_accept(sid[i], sqp[i], NULL), 0);
+		ev_expect_ack(p.sch, IW_CM_EVENT_ESTABLISHED);
+		ev_expect_ack(p.cch, IW_CM_EVENT_ESTABLISHED);
+	}
+	/* Interleaved SENDs from the three clients; byte 0 says who, byte 1 which. */
+	for (int k = 0; k < PER; k++)
+		for (int i = 0; i < N; i++) {
+			memset(cbuf[i], 0x30 + i, LEN);
+			cbuf[i][0] = (uint8_t)i;
+			cbuf[i][1] = (uint8_t)k;
+			post_op(&c[i], IW_WR_SEND, cbuf[i], LEN, cmr[i], 0, 0, 0, (uint64_t)k);
+			expect_ok(wait_wc(c[i].cq), (uint64_t)k, IW_WC_SEND);
+		}
+	bool used[N * PER] = { false };
+	int got[N] = { 0 };
+	for (int n = 0; n < N * PER; n++) {
+		struct iw_wc wc = wait_wc(scq);
+		ck_assert_int_eq(wc.status, IW_WC_SUCCESS);
+		ck_assert_int_eq(wc.opcode, IW_WC_RECV);
+		ck_assert_uint_eq(wc.byte_len, LEN);
+		ck_assert_uint_lt(wc.wr_id, N * PER);
+		ck_assert(!used[wc.wr_id]);
+		used[wc.wr_id] = true;
+		const uint8_t *b = sbuf[wc.wr_id];
+		int who = b[0];
+		ck_assert_int_lt(who, N);
+		int qi = -1;
+		for (int i = 0; i < N; i++)
+			if (wc.qp == sqp[i])
+				qi = i;
+		ck_assert_int_ge(qi, 0);
+		ck_assert_uint_eq(b[1], (unsigned)got[who]); /* in order per connection */
+		got[who]++;
+		for (int j = 2; j < LEN; j++)
+			ck_assert_uint_eq(b[j], (unsigned)(0x30 + who));
+	}
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(got[i], PER);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(iw_cm_disconnect(c[i].id), 0);
+		ev_expect_ack(p.cch, IW_CM_EVENT_DISCONNECTED);
+		ev_expect_ack(p.sch, IW_CM_EVENT_DISCONNECTED);
+		ck_assert_int_eq(iw_destroy_qp(sqp[i]), 0);
+		ck_assert_int_eq(iw_cm_destroy_id(sid[i]), 0);
+		ck_assert_int_eq(iw_dereg_mr(cmr[i]), 0);
+		ep_fini(&c[i]);
+	}
+	ck_assert_int_eq(iw_dereg_mr(smr), 0);
+	ck_assert_int_eq(iw_destroy_srq(srq), 0);
+	ck_assert_int_eq(iw_destroy_cq(scq), 0);
+	ck_assert_int_eq(iw_dealloc_pd(spd), 0);
+	pair_free(&p);
+}
+END_TEST
+
 /* The same traffic with the context's own progress thread. */
 START_TEST(test_progress_thread)
 {
@@ -1530,6 +1622,7 @@ static Suite *loopback_suite(void)
 	tcase_add_test(tc, test_peer_terminate);
 	tcase_add_loop_test(tc, test_protection_errors, 0, 6);
 	tcase_add_test(tc, test_sge_inline_ord);
+	tcase_add_test(tc, test_srq_sockets);
 	tcase_add_test(tc, test_progress_thread);
 	tcase_add_test(tc, test_trace_tshark);
 	tcase_add_test(tc, test_write_bandwidth);
