@@ -10,6 +10,12 @@ IWDUMP=$2
 # Every step is bounded, and the whole script stops well before ctest's
 # TIMEOUT so that a stuck step leaves its log behind.
 START=$SECONDS
+# A failing case leaves its capture and decode here (the build tree).
+KEEP=${IWT_KEEP_DIR:-}
+keep() {
+	[ -n "$KEEP" ] || return 0
+	mkdir -p "$KEEP" && cp "$@" "$KEEP/" && echo "kept for inspection: $* -> $KEEP"
+}
 DEADLINE=400
 step() {
 	echo "[$((SECONDS - START)) s] $*"
@@ -56,12 +62,14 @@ for f in "$PCAP".*; do
 		ok "$name: tshark decodes $fpdus FPDUs, every one Good CRC32"
 	else
 		bad "$name: tshark FPDUs $fpdus, Good CRC32 $good, Bad CRC32 $badcrc"
+		keep "$f" "$TMP/$name.txt"
 	fi
 	if timeout -k 5 60 "$IWDUMP" --check --quiet "$f" >"$TMP/$name.iwdump" 2>&1; then
 		ok "$name: iwdump --check accepts it ($(grep -m1 '^TOTAL' "$TMP/$name.iwdump"))"
 	else
 		bad "$name: iwdump --check rejects it"
 		head -20 "$TMP/$name.iwdump"
+		keep "$f" "$TMP/$name.iwdump"
 	fi
 done
 finish
