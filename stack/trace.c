@@ -14,6 +14,8 @@
  * connection. All calls run under the context lock. */
 #include "internal.h"
 
+#include "iw_bytes.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -38,8 +40,26 @@
 enum { F_FIN = 0x01, F_SYN = 0x02, F_RST = 0x04, F_PSH = 0x08, F_ACK = 0x10 };
 enum { SIDE_LOCAL = 0, SIDE_PEER = 1 };
 
+/* Frame boundaries of one side's stream. tshark's MPA dissector (4.0)
+ * cannot reassemble an MPA frame or FPDU whose first TCP segment holds
+ * fewer than 8 of its bytes (20 for a Request/Reply): it loses sync with
+ * the stream. Real segments can end anywhere, but these are synthetic, so
+ * a frame never ends that close after a start: those few bytes move to the
+ * next frame. With markers, FPDU lengths are not enough to find starts:
+ * the tracker switches itself off. */
+#define TRACE_HEAD_MIN 8
+struct trace_side {
+	bool off;
+	bool handshake;  /* the next start is the MPA Request/Reply */
+	uint64_t pos;    /* stream bytes handed to the tracker */
+	uint64_t next;   /* stream offset of the next frame start */
+	uint8_t hold[IW_MPA_FRAME_HDR_LEN];
+	unsigned nhold;
+};
+
 struct trace_conn {
 	bool open;
+	struct trace_side side[2];
 	int family;
 	uint8_t addr[2][16];
 	uint16_t port[2];
@@ -51,6 +71,10 @@ struct iw_trace {
 	FILE *f;
 	bool failed;
 	uint8_t *frame;
+	uint8_t *scratch; /* held bytes + new bytes of one side, contiguous */
+	size_t scratch_cap;
+	uint64_t *starts;  /* frame starts inside scratch */
+	size_t starts_cap;
 	struct trace_conn *conns;
 	uint32_t n_conns;
 	uint32_t isn_seed;
@@ -235,6 +259,8 @@ int iw_trace_open(struct iw_context *ctx, const char *path)
 		if (tr->f)
 			fclose(tr->f);
 		free(tr->frame);
+		free(tr->scratch);
+		free(tr->starts);
 		free(tr);
 		return -err;
 	}
@@ -258,6 +284,8 @@ void iw_trace_close(struct iw_context *ctx)
 	fclose(tr->f);
 	free(tr->conns);
 	free(tr->frame);
+	free(tr->scratch);
+	free(tr->starts);
 	free(tr);
 }
 
@@ -302,6 +330,7 @@ uint32_t iw_trace_conn_open(struct iw_context *ctx, const struct sockaddr *local
 	}
 
 	c.open = true;
+	c.side[0].handshake = c.side[1].handshake = true;
 	tr->isn_seed = tr->isn_seed * 1664525u + 1013904223u;
 	c.nxt[0] = tr->isn_seed;
 	tr->isn_seed = tr->isn_seed * 1664525u + 1013904223u;
@@ -318,21 +347,126 @@ uint32_t iw_trace_conn_open(struct iw_context *ctx, const struct sockaddr *local
 	return slot + 1;
 }
 
+/* Offsets (in buf, which starts at stream offset base) where MPA frames
+ * and FPDUs start; advances the tracker past every start whose header is
+ * complete. Returns how many starts were stored, or -1 to stop tracking. */
+static long find_starts(struct iw_trace *tr, struct trace_side *sd, const uint8_t *buf, size_t len, uint64_t base)
+{
+	size_t n = 0;
+
+	while (sd->next < base + len) {
+		uint64_t at = sd->next - base;
+		size_t need = sd->handshake ? IW_MPA_FRAME_HDR_LEN : IW_MPA_LEN_FIELD;
+		if (n == tr->starts_cap) {
+			size_t cap = tr->starts_cap ? tr->starts_cap * 2 : 256;
+			uint64_t *ns = realloc(tr->starts, cap * sizeof(*ns));
+			if (!ns)
+				return -1;
+			tr->starts = ns;
+			tr->starts_cap = cap;
+		}
+		tr->starts[n++] = at;
+		if (at + need > len)
+			break; /* its header arrives later */
+		if (sd->handshake) {
+			if (buf[at + 16] & IW_MPA_FLAG_MARKERS)
+				return -1;
+			sd->next += IW_MPA_FRAME_HDR_LEN + iw_get_be16(buf + at + 18);
+			sd->handshake = false;
+		} else {
+			sd->next += iw_mpa_fpdu_len(iw_get_be16(buf + at));
+		}
+	}
+	return (long)n;
+}
+
+/* Data segments of at most TRACE_SEG bytes each. */
+static void emit(struct iw_trace *tr, struct trace_conn *c, int from, const uint8_t *buf, size_t len)
+{
+	struct iovec v = { (void *)buf, len };
+
+	for (size_t off = 0; off < len;) {
+		size_t n = len - off < TRACE_SEG ? len - off : TRACE_SEG;
+		trace_segment(tr, c, from, F_ACK | F_PSH, &v, 1, off, n);
+		off += n;
+	}
+}
+
 void iw_trace_data(struct iw_context *ctx, uint32_t conn, bool tx, const struct iovec *iov, int iovcnt,
 		   size_t len)
 {
 	struct iw_trace *tr = ctx ? ctx->trace : NULL;
 	struct trace_conn *c = conn_get(tr, conn);
-	size_t off = 0;
+	int from = tx ? SIDE_LOCAL : SIDE_PEER;
 
-	if (!c || tr->failed)
+	if (!c || tr->failed || !len)
 		return;
-	while (off < len) {
-		size_t n = len - off;
-		if (n > TRACE_SEG)
-			n = TRACE_SEG;
-		trace_segment(tr, c, tx ? SIDE_LOCAL : SIDE_PEER, F_ACK | F_PSH, iov, iovcnt, off, n);
-		off += n;
+	struct trace_side *sd = &c->side[from];
+	if (sd->off) {
+		for (size_t off = 0; off < len;) {
+			size_t n = len - off < TRACE_SEG ? len - off : TRACE_SEG;
+			trace_segment(tr, c, from, F_ACK | F_PSH, iov, iovcnt, off, n);
+			off += n;
+		}
+		return;
+	}
+	/* Held bytes and the new ones, contiguous. */
+	size_t total = sd->nhold + len;
+	if (total > tr->scratch_cap) {
+		uint8_t *ns = realloc(tr->scratch, total);
+		if (!ns) {
+			tr->failed = true;
+			return;
+		}
+		tr->scratch = ns;
+		tr->scratch_cap = total;
+	}
+	uint8_t *buf = tr->scratch;
+	memcpy(buf, sd->hold, sd->nhold);
+	size_t got = sd->nhold;
+	for (int i = 0; i < iovcnt && got < total; i++) {
+		size_t take = iov[i].iov_len < total - got ? iov[i].iov_len : total - got;
+		memcpy(buf + got, iov[i].iov_base, take);
+		got += take;
+	}
+	uint64_t base = sd->pos - sd->nhold;
+	sd->pos += len;
+	sd->nhold = 0;
+	long ns = find_starts(tr, sd, buf, total, base);
+	if (ns < 0) {
+		sd->off = true;
+		emit(tr, c, from, buf, total);
+		return;
+	}
+	/* Hold back a start too close to the end (a later call completes it). */
+	size_t cut = total;
+	if (ns > 0) {
+		uint64_t last = tr->starts[ns - 1];
+		/* Still in the handshake: the last start is the Request/Reply. */
+		size_t head = sd->handshake ? IW_MPA_FRAME_HDR_LEN : TRACE_HEAD_MIN;
+		if (total - last < head) {
+			cut = (size_t)last;
+			sd->nhold = (unsigned)(total - cut);
+			memcpy(sd->hold, buf + cut, sd->nhold);
+			ns--;
+		}
+	}
+	/* Frames of at most TRACE_SEG bytes, none ending right after a start. */
+	size_t off = 0;
+	long k = 0;
+	while (off < cut) {
+		size_t end = cut - off > TRACE_SEG ? off + TRACE_SEG : cut;
+		while (k < ns && tr->starts[k] <= off)
+			k++;
+		if (end < cut) {
+			long j = k;
+			while (j < ns && tr->starts[j] < end)
+				j++;
+			if (j > k && end - tr->starts[j - 1] < TRACE_HEAD_MIN && tr->starts[j - 1] > off)
+				end = (size_t)tr->starts[j - 1];
+		}
+		emit(tr, c, from, buf + off, end - off);
+		off = end;
 	}
 }
 
@@ -343,6 +477,12 @@ void iw_trace_conn_close(struct iw_context *ctx, uint32_t conn, bool reset)
 
 	if (!c)
 		return;
+	/* Whatever was held back is part of the stream. */
+	for (int side = 0; side < 2; side++)
+		if (c->side[side].nhold) {
+			emit(tr, c, side, c->side[side].hold, c->side[side].nhold);
+			c->side[side].nhold = 0;
+		}
 	if (reset) {
 		trace_segment(tr, c, SIDE_LOCAL, F_RST | F_ACK, NULL, 0, 0, 0);
 	} else {

@@ -39,6 +39,11 @@ static void sa_make(int family, const char *addr, uint16_t port, struct sockaddr
 	}
 }
 
+/* Largest chunk handed to the trace at once; tiny chunks put cuts right
+ * after FPDU starts, which tshark cannot reassemble unless the trace
+ * moves those bytes to the next frame. */
+static size_t max_chunk = 200000;
+
 /* Send bytes the way the transport reports them: as several gather
  * lists, cut at arbitrary points. */
 static void trace_chunks(struct iw_context *ctx, uint32_t conn, bool tx, const uint8_t *p, size_t len,
@@ -46,7 +51,7 @@ static void trace_chunks(struct iw_context *ctx, uint32_t conn, bool tx, const u
 {
 	while (len) {
 		struct iovec iov[8];
-		size_t n = (size_t)iwt_rand_range(rng, 1, len < 200000 ? len : 200000);
+		size_t n = (size_t)iwt_rand_range(rng, 1, len < max_chunk ? len : max_chunk);
 		int k = iwt_fpdu_split(rng, p, n, iov, 8);
 		iw_trace_data(ctx, conn, tx, iov, k, n);
 		p += n;
@@ -175,6 +180,14 @@ START_TEST(test_trace_ipv6_rst)
 }
 END_TEST
 
+START_TEST(test_trace_tiny_chunks)
+{
+	max_chunk = 48;
+	run(AF_INET, "127.0.0.1", "127.0.0.2", "trace_tiny", false);
+	max_chunk = 200000;
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("trace");
@@ -183,6 +196,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_trace_ipv4_fin);
 	tcase_add_test(tc, test_trace_ipv6_rst);
+	tcase_add_test(tc, test_trace_tiny_chunks);
 	suite_add_tcase(s, tc);
 	return iwt_run_suite(s);
 }
