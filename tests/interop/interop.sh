@@ -195,6 +195,7 @@ declare -F "case_list_$GROUP" >/dev/null || die "unknown group $GROUP"
 "case_list_$GROUP"
 [[ ${#C_NAME[@]} -gt 0 ]] || die "no cases selected"
 if [[ $LIST = 1 ]]; then printf '%s\n' "${C_NAME[@]}"; exit 0; fi
+mkdir -p "$CACHE" 2>/dev/null  # the guest cache may not exist yet
 for v in SIWG CACHE BIN TBIN SRC; do
 	[[ -n ${!v} ]] || die "missing --${v,,}"
 	[[ -e ${!v} ]] || die "${!v} does not exist"
