@@ -1213,6 +1213,256 @@ START_TEST(test_peer_terminate)
 }
 END_TEST
 
+
+/* Protection over the real transport: each violation gets its Terminate
+ * (layer, etype, ecode) on both QPs, and a READ that caused it fails with
+ * IW_WC_REM_ACCESS_ERR carrying the cause. */
+START_TEST(test_protection_errors)
+{
+	static const struct iw_term_cause want[] = {
+		IW_TERM_CAUSE(1, 1, 0x00), /* unknown STag */
+		IW_TERM_CAUSE(1, 1, 0x00), /* the STag from before a re-registration */
+		IW_TERM_CAUSE(0, 1, 0x02), /* no REMOTE_WRITE right */
+		IW_TERM_CAUSE(1, 1, 0x01), /* beyond the region's end */
+		IW_TERM_CAUSE(1, 1, 0x02), /* a region of another PD */
+		IW_TERM_CAUSE(0, 1, 0x02), /* READ without REMOTE_READ */
+	};
+	struct pair p;
+	struct bufs b;
+	struct iw_pd *other_pd = NULL;
+	struct iw_mr *target = NULL;
+	uint8_t *tbuf = calloc(1, 4096);
+	uint32_t rkey;
+	uint64_t raddr = (uint64_t)(uintptr_t)tbuf;
+
+	pair_connect(&p, AF_INET, NULL, NULL);
+	bufs_init(&p, &b, 4096);
+	post_recv(&p.s, b.sbuf, 16, b.smr, 7);
+	switch (_i) {
+	case 0:
+		ck_assert_int_eq(iw_reg_mr(p.s.pd, tbuf, 4096, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE, &target), 0);
+		rkey = 0x00ABCD00u | ((iw_mr_stag(target) + 1) & 0xFF);
+		rkey = (iw_mr_stag(target) & ~0xFFu) == (rkey & ~0xFFu) ? rkey ^ 0x100u : rkey;
+		break;
+	case 1:
+		ck_assert_int_eq(iw_reg_mr(p.s.pd, tbuf, 4096, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE, &target), 0);
+		rkey = iw_mr_stag(target);
+		ck_assert_int_eq(iw_rereg_mr(target, tbuf, 4096, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE), 0);
+		ck_assert_uint_ne(iw_mr_stag(target), rkey);
+		break;
+	case 2:
+		ck_assert_int_eq(iw_reg_mr(p.s.pd, tbuf, 4096, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_READ, &target), 0);
+		rkey = iw_mr_stag(target);
+		break;
+	case 3:
+		ck_assert_int_eq(iw_reg_mr(p.s.pd, tbuf, 4096, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE, &target), 0);
+		rkey = iw_mr_stag(target);
+		raddr += 4096 - 8;
+		break;
+	case 4:
+		ck_assert_int_eq(iw_alloc_pd(ctx, &other_pd), 0);
+		ck_assert_int_eq(iw_reg_mr(other_pd, tbuf, 4096, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE, &target), 0);
+		rkey = iw_mr_stag(target);
+		break;
+	default:
+		ck_assert_int_eq(iw_reg_mr(p.s.pd, tbuf, 4096, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE, &target), 0);
+		rkey = iw_mr_stag(target);
+		break;
+	}
+	memset(b.cbuf, 0xEE, 16);
+	post_op(&p.c, _i == 5 ? IW_WR_RDMA_READ : IW_WR_RDMA_WRITE, b.cbuf, 16, b.cmr, raddr, rkey, 0, 1);
+	struct iw_wc wc = wait_wc(p.c.cq);
+	ck_assert_uint_eq(wc.wr_id, 1);
+	if (_i == 5) {
+		ck_assert_int_eq(wc.status, IW_WC_REM_ACCESS_ERR);
+		ck_assert(iw_term_cause_eq(wc.cause, want[_i]));
+	}
+	ev_expect_ack(p.cch, IW_CM_EVENT_DISCONNECTED);
+	ev_expect_ack(p.sch, IW_CM_EVENT_DISCONNECTED);
+	ck_assert_msg(iw_term_cause_eq(iw_qp_error(p.c.qp), want[_i]), "case %d initiator: %s", _i,
+		      iw_term_cause_str(iw_qp_error(p.c.qp)));
+	ck_assert_msg(iw_term_cause_eq(iw_qp_error(p.s.qp), want[_i]), "case %d target: %s", _i,
+		      iw_term_cause_str(iw_qp_error(p.s.qp)));
+	wc = wait_wc(p.s.cq);
+	ck_assert_uint_eq(wc.wr_id, 7);
+	ck_assert_int_eq(wc.status, IW_WC_WR_FLUSH_ERR);
+	for (int i = 0; i < 4096; i++)
+		ck_assert_uint_eq(tbuf[i], 0); /* nothing was placed */
+	ck_assert_int_eq(iw_dereg_mr(target), 0);
+	if (other_pd)
+		ck_assert_int_eq(iw_dealloc_pd(other_pd), 0);
+	free(tbuf);
+	bufs_fini(&b);
+	pair_free(&p);
+}
+END_TEST
+
+/* Multi-SGE SEND and WRITE, an inline SEND whose buffer is reused at once,
+ * and ORD 2 with eight READs outstanding, over the real transport. */
+START_TEST(test_sge_inline_ord)
+{
+	struct pair p;
+	struct bufs b;
+	struct iw_conn_param cp = { .ord = 2 };
+
+	pair_connect(&p, AF_INET, &cp, NULL);
+	bufs_init(&p, &b, 1 << 20);
+	for (size_t i = 0; i < b.len; i++)
+		b.cbuf[i] = (uint8_t)(i * 7 + 3);
+	uint32_t ck = iw_mr_stag(b.cmr), sk = iw_mr_stag(b.smr);
+
+	/* SEND of 3 SGEs (5000 + 1 + 70000 bytes) into a 2-SGE receive. */
+	struct iw_sge rs[2] = { { (uint64_t)(uintptr_t)b.sbuf, 30000, sk },
+				{ (uint64_t)(uintptr_t)b.sbuf + 500000, 60000, sk } };
+	struct iw_recv_wr rw = { .wr_id = 50, .sg_list = rs, .num_sge = 2 }, *rbad;
+	ck_assert_int_eq(iw_post_recv(p.s.qp, &rw, &rbad), 0);
+	struct iw_sge ss[3] = { { (uint64_t)(uintptr_t)b.cbuf, 5000, ck },
+				{ (uint64_t)(uintptr_t)b.cbuf + 9000, 1, ck },
+				{ (uint64_t)(uintptr_t)b.cbuf + 20000, 70000, ck } };
+	struct iw_send_wr sw = { .wr_id = 51, .sg_list = ss, .num_sge = 3, .opcode = IW_WR_SEND,
+				 .send_flags = IW_SEND_SIGNALED }, *sbad;
+	ck_assert_int_eq(iw_post_send(p.c.qp, &sw, &sbad), 0);
+	expect_ok(wait_wc(p.c.cq), 51, IW_WC_SEND);
+	struct iw_wc wc = wait_wc(p.s.cq);
+	expect_ok(wc, 50, IW_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, 75001);
+	ck_assert(memcmp(b.sbuf, b.cbuf, 5000) == 0);
+	ck_assert_uint_eq(b.sbuf[5000], b.cbuf[9000]);
+	ck_assert(memcmp(b.sbuf + 5001, b.cbuf + 20000, 30000 - 5001) == 0);
+	ck_assert(memcmp(b.sbuf + 500000, b.cbuf + 20000 + (30000 - 5001), 75001 - 30000) == 0);
+
+	/* WRITE of 3 SGEs lands contiguously. */
+	memset(b.sbuf, 0, b.len);
+	sw = (struct iw_send_wr){ .wr_id = 52, .sg_list = ss, .num_sge = 3, .opcode = IW_WR_RDMA_WRITE,
+				  .send_flags = IW_SEND_SIGNALED, .remote_addr = (uint64_t)(uintptr_t)b.sbuf + 100,
+				  .rkey = sk };
+	ck_assert_int_eq(iw_post_send(p.c.qp, &sw, &sbad), 0);
+	expect_ok(wait_wc(p.c.cq), 52, IW_WC_RDMA_WRITE);
+
+	/* Inline SEND: the source is overwritten right after posting. */
+	uint8_t inl[32];
+	memset(inl, 0x42, sizeof(inl));
+	post_recv(&p.s, b.sbuf + 800000, 64, b.smr, 53);
+	struct iw_sge is = { (uint64_t)(uintptr_t)inl, sizeof(inl), 0 };
+	sw = (struct iw_send_wr){ .wr_id = 54, .sg_list = &is, .num_sge = 1, .opcode = IW_WR_SEND,
+				  .send_flags = IW_SEND_SIGNALED | IW_SEND_INLINE };
+	ck_assert_int_eq(iw_post_send(p.c.qp, &sw, &sbad), 0);
+	memset(inl, 0, sizeof(inl));
+	expect_ok(wait_wc(p.c.cq), 54, IW_WC_SEND);
+	wc = wait_wc(p.s.cq);
+	expect_ok(wc, 53, IW_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, 32);
+	for (int i = 0; i < 32; i++)
+		ck_assert_uint_eq(b.sbuf[800000 + i], 0x42);
+	/* The WRITE before it was placed before the SEND arrived (in order). */
+	ck_assert(memcmp(b.sbuf + 100, b.cbuf, 5000) == 0);
+	ck_assert_uint_eq(b.sbuf[5100], b.cbuf[9000]);
+	ck_assert(memcmp(b.sbuf + 5101, b.cbuf + 20000, 70000) == 0);
+
+	/* Eight READs with ORD 2: all complete, in order, with their data. */
+	for (int i = 0; i < 8; i++)
+		post_op(&p.c, IW_WR_RDMA_READ, b.cbuf + 900000 + i * 4096, 4096, b.cmr,
+			(uint64_t)(uintptr_t)b.sbuf + (uint64_t)i * 4096, sk, 0, 60u + (uint64_t)i);
+	for (int i = 0; i < 8; i++)
+		expect_ok(wait_wc(p.c.cq), 60u + (uint64_t)i, IW_WC_RDMA_READ);
+	ck_assert(memcmp(b.cbuf + 900000, b.sbuf, 8 * 4096) == 0);
+	bufs_fini(&b);
+	pair_close(&p);
+}
+END_TEST
+
+
+/* One SRQ feeds three server QPs over real sockets: every SEND lands in
+ * some posted SRQ buffer, each buffer is used once, the data is right. */
+START_TEST(test_srq_sockets)
+{
+	enum { N = 3, PER = 20, LEN = 3000 };
+	struct pair p;
+	struct ep c[N];
+	struct iw_pd *spd;
+	struct iw_cq *scq;
+	struct iw_srq *srq;
+	struct iw_qp *sqp[N];
+	struct iw_cm_id *sid[N];
+	static uint8_t cbuf[N][LEN], sbuf[N * PER][LEN];
+	struct iw_mr *cmr[N], *smr;
+
+	pair_listen(&p, AF_INET, 8);
+	ck_assert_int_eq(iw_alloc_pd(ctx, &spd), 0);
+	ck_assert_int_eq(iw_create_cq(ctx, 1024, NULL, &scq), 0);
+	struct iw_srq_init_attr sa = { .max_wr = N * PER, .max_sge = 1 };
+	ck_assert_int_eq(iw_create_srq(spd, &sa, &srq), 0);
+	ck_assert_int_eq(iw_reg_mr(spd, sbuf, sizeof(sbuf), IW_ACCESS_LOCAL_WRITE, &smr), 0);
+	for (int i = 0; i < N * PER; i++) {
+		struct iw_sge sge = { (uint64_t)(uintptr_t)sbuf[i], LEN, iw_mr_stag(smr) };
+		struct iw_recv_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1 }, *bad;
+		ck_assert_int_eq(iw_post_srq_recv(srq, &wr, &bad), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		struct iw_qp_init_attr qa = { .send_cq = scq, .recv_cq = scq, .srq = srq, .sq_sig_all = true };
+		ck_assert_int_eq(iw_create_qp(spd, &qa, &sqp[i]), 0);
+		ep_init(&c[i]);
+		ck_assert_int_eq(iw_reg_mr(c[i].pd, cbuf[i], LEN, IW_ACCESS_LOCAL_WRITE, &cmr[i]), 0);
+		ck_assert_int_eq(iw_cm_create_id(p.cch, NULL, &c[i].id), 0);
+		ck_assert_int_eq(iw_cm_connect(c[i].id, c[i].qp, (struct sockaddr *)&p.addr, NULL), 0);
+		struct iw_cm_event *ev = ev_expect(p.sch, IW_CM_EVENT_CONNECT_REQUEST);
+		sid[i] = ev->id;
+		iw_cm_ack_event(ev);
+		ck_assert_int_eq(iw_cm_accept(sid[i], sqp[i], NULL), 0);
+		ev_expect_ack(p.sch, IW_CM_EVENT_ESTABLISHED);
+		ev_expect_ack(p.cch, IW_CM_EVENT_ESTABLISHED);
+	}
+	/* Interleaved SENDs from the three clients; byte 0 says who, byte 1 which. */
+	for (int k = 0; k < PER; k++)
+		for (int i = 0; i < N; i++) {
+			memset(cbuf[i], 0x30 + i, LEN);
+			cbuf[i][0] = (uint8_t)i;
+			cbuf[i][1] = (uint8_t)k;
+			post_op(&c[i], IW_WR_SEND, cbuf[i], LEN, cmr[i], 0, 0, 0, (uint64_t)k);
+			expect_ok(wait_wc(c[i].cq), (uint64_t)k, IW_WC_SEND);
+		}
+	bool used[N * PER] = { false };
+	int got[N] = { 0 };
+	for (int n = 0; n < N * PER; n++) {
+		struct iw_wc wc = wait_wc(scq);
+		ck_assert_int_eq(wc.status, IW_WC_SUCCESS);
+		ck_assert_int_eq(wc.opcode, IW_WC_RECV);
+		ck_assert_uint_eq(wc.byte_len, LEN);
+		ck_assert_uint_lt(wc.wr_id, N * PER);
+		ck_assert(!used[wc.wr_id]);
+		used[wc.wr_id] = true;
+		const uint8_t *b = sbuf[wc.wr_id];
+		int who = b[0];
+		ck_assert_int_lt(who, N);
+		int qi = -1;
+		for (int i = 0; i < N; i++)
+			if (wc.qp == sqp[i])
+				qi = i;
+		ck_assert_int_ge(qi, 0);
+		ck_assert_uint_eq(b[1], (unsigned)got[who]); /* in order per connection */
+		got[who]++;
+		for (int j = 2; j < LEN; j++)
+			ck_assert_uint_eq(b[j], (unsigned)(0x30 + who));
+	}
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(got[i], PER);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(iw_cm_disconnect(c[i].id), 0);
+		ev_expect_ack(p.cch, IW_CM_EVENT_DISCONNECTED);
+		ev_expect_ack(p.sch, IW_CM_EVENT_DISCONNECTED);
+		ck_assert_int_eq(iw_destroy_qp(sqp[i]), 0);
+		ck_assert_int_eq(iw_cm_destroy_id(sid[i]), 0);
+		ck_assert_int_eq(iw_dereg_mr(cmr[i]), 0);
+		ep_fini(&c[i]);
+	}
+	ck_assert_int_eq(iw_dereg_mr(smr), 0);
+	ck_assert_int_eq(iw_destroy_srq(srq), 0);
+	ck_assert_int_eq(iw_destroy_cq(scq), 0);
+	ck_assert_int_eq(iw_dealloc_pd(spd), 0);
+	pair_free(&p);
+}
+END_TEST
+
 /* The same traffic with the context's own progress thread. */
 START_TEST(test_progress_thread)
 {
@@ -1370,6 +1620,9 @@ static Suite *loopback_suite(void)
 	tcase_add_test(tc, test_peer_stops_reading);
 	tcase_add_test(tc, test_disconnect_flushes);
 	tcase_add_test(tc, test_peer_terminate);
+	tcase_add_loop_test(tc, test_protection_errors, 0, 6);
+	tcase_add_test(tc, test_sge_inline_ord);
+	tcase_add_test(tc, test_srq_sockets);
 	tcase_add_test(tc, test_progress_thread);
 	tcase_add_test(tc, test_trace_tshark);
 	tcase_add_test(tc, test_write_bandwidth);

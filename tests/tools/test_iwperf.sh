@@ -34,7 +34,7 @@ check_table() {
 perf_case() {
 	local name=$1 rows=$2 rc=0
 	shift 2
-	timeout 120 "$IWPERF" -c 127.0.0.1 -p "$port" "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
+	timeout -k 5 120 "$IWPERF" -c 127.0.0.1 -p "$port" "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
 	if [ $rc -ne 0 ]; then
 		bad "$name: exit $rc"; cat "$TMP/err" "$TMP/out"; return
 	fi
@@ -61,7 +61,7 @@ perf_case "tcp write -q 4 -D 0.2" 1 --tcp -q 4 -S 64K -D 0.2
 
 # JSON: one object per row with the table's fields.
 rc=0
-timeout 60 "$IWPERF" -c 127.0.0.1 -p "$port" -t send --sweep=1K,2K -n 100 --json >"$TMP/j" 2>&1 || rc=$?
+timeout -k 5 60 "$IWPERF" -c 127.0.0.1 -p "$port" -t send --sweep=1K,2K -n 100 --json >"$TMP/j" 2>&1 || rc=$?
 if [ $rc -eq 0 ] && [ "$(grep -c '^{.*"bw_avg_MBps":[0-9.]*.*}$' "$TMP/j")" -eq 2 ] &&
 	[ "$(wc -l <"$TMP/j")" -eq 2 ]; then
 	ok "--json bandwidth"
@@ -69,7 +69,7 @@ else
 	bad "--json bandwidth: exit $rc"; cat "$TMP/j"
 fi
 rc=0
-timeout 60 "$IWPERF" -c 127.0.0.1 -p "$port" -t lat -n 100 --json >"$TMP/j" 2>&1 || rc=$?
+timeout -k 5 60 "$IWPERF" -c 127.0.0.1 -p "$port" -t lat -n 100 --json >"$TMP/j" 2>&1 || rc=$?
 if [ $rc -eq 0 ] && grep -q '^{"test":"lat".*"t_99_us":[0-9.]*}$' "$TMP/j"; then
 	ok "--json latency"
 else
@@ -81,21 +81,21 @@ stop_server
 
 # --once: the server leaves after its first client.
 if start_server "$TMP/once.log" "$IWPERF" -s -p @PORT@ --once; then
-	timeout 60 "$IWPERF" -c 127.0.0.1 -p "$PORT" -S 4K -n 100 >/dev/null 2>&1
+	timeout -k 5 60 "$IWPERF" -c 127.0.0.1 -p "$PORT" -S 4K -n 100 >/dev/null 2>&1
 	if wait_server; then ok "--once"; else bad "--once: server exit"; cat "$TMP/once.log"; fi
 fi
 
 # No server: exit 1 with a message; usage errors exit 2.
 rc=0
-timeout 30 "$IWPERF" -c 127.0.0.1 -p "$(pick_port)" -n 10 >"$TMP/n" 2>&1 || rc=$?
+timeout -k 5 30 "$IWPERF" -c 127.0.0.1 -p "$(pick_port)" -n 10 >"$TMP/n" 2>&1 || rc=$?
 if [ $rc -eq 1 ] && [ -s "$TMP/n" ]; then ok "no server: exit 1"; else bad "no server: exit $rc"; cat "$TMP/n"; fi
 for args in "-c 127.0.0.1 -t nope" "-c 127.0.0.1 -q 1025" "-c 127.0.0.1 -t lat -q 2" "-s -c x" \
 	"-c 127.0.0.1 -S 4K --sweep"; do
 	rc=0
 	# shellcheck disable=SC2086
-	timeout 10 "$IWPERF" $args >/dev/null 2>&1 || rc=$?
+	timeout -k 5 10 "$IWPERF" $args >/dev/null 2>&1 || rc=$?
 	if [ $rc -eq 2 ]; then ok "usage error: $args"; else bad "usage '$args': exit $rc"; fi
 done
-if timeout 10 "$IWPERF" --help | grep -q SYNOPSIS; then ok "--help"; else bad "--help"; fi
+if timeout -k 5 10 "$IWPERF" --help | grep -q SYNOPSIS; then ok "--help"; else bad "--help"; fi
 
 finish

@@ -29,7 +29,7 @@ ping_case() {
 	fi
 	port=$PORT
 	# shellcheck disable=SC2086
-	timeout 60 "$IWPING" -c -a 127.0.0.1 -p "$port" -S "$size" -C "$count" -V -v $copts \
+	timeout -k 5 60 "$IWPING" -c -a 127.0.0.1 -p "$port" -S "$size" -C "$count" -V -v $copts \
 		>"$TMP/cli.out" 2>"$TMP/cli.err"
 	rc=$?
 	wait_server
@@ -68,8 +68,8 @@ ping_case "markers, crc off, big" "--markers --crc=off" "--markers --crc=off" 65
 if start_server "$TMP/psrv.log" "$IWPING" -s -P -a 127.0.0.1 -p @PORT@; then
 	port=$PORT
 	r1=0; r2=0
-	timeout 30 "$IWPING" -c -a 127.0.0.1 -p "$port" -C 3 -V >"$TMP/p1" 2>&1 || r1=$?
-	timeout 30 "$IWPING" -c -a 127.0.0.1 -p "$port" -C 3 -V -S 100 >"$TMP/p2" 2>&1 || r2=$?
+	timeout -k 5 30 "$IWPING" -c -a 127.0.0.1 -p "$port" -C 3 -V >"$TMP/p1" 2>&1 || r1=$?
+	timeout -k 5 30 "$IWPING" -c -a 127.0.0.1 -p "$port" -C 3 -V -S 100 >"$TMP/p2" 2>&1 || r2=$?
 	if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && kill -0 "$SERVER_PID" 2>/dev/null; then
 		ok "persistent server, two clients"
 	else
@@ -83,7 +83,7 @@ fi
 # SIGINT on a client without -C: it finishes the ping under way, then
 # disconnects cleanly (exit 0), and the server sees a clean end too.
 if start_server "$TMP/isrv.log" "$IWPING" -s -a 127.0.0.1 -p @PORT@; then
-	timeout 30 "$IWPING" -c -a 127.0.0.1 -p "$PORT" -V >"$TMP/i.out" 2>&1 &
+	"${SIGNALED_ENV[@]}" timeout -k 5 30 "$IWPING" -c -a 127.0.0.1 -p "$PORT" -V >"$TMP/i.out" 2>&1 &
 	cpid=$!
 	sleep 0.5
 	kill -INT "$cpid" 2>/dev/null
@@ -104,7 +104,7 @@ fi
 if start_server "$TMP/tsrv.log" "$IWPING" -s -a 127.0.0.1 -p @PORT@; then
 	port=$PORT
 	rc=0
-	timeout 30 "$IWPING" -c -a 127.0.0.1 -p "$port" -C 2 -V --trace "$TMP/c.pcap" >"$TMP/t.out" 2>&1 || rc=$?
+	timeout -k 5 30 "$IWPING" -c -a 127.0.0.1 -p "$port" -C 2 -V --trace "$TMP/c.pcap" >"$TMP/t.out" 2>&1 || rc=$?
 	wait_server
 	magic=$(od -An -tx1 -N4 "$TMP/c.pcap" 2>/dev/null | tr -d ' ')
 	if [ $rc -eq 0 ] && [ "$(stat -c %s "$TMP/c.pcap" 2>/dev/null || echo 0)" -gt 100 ] &&
@@ -120,7 +120,7 @@ fi
 # Nobody listening: a quick, clear failure.
 port=$(pick_port)
 rc=0
-timeout 30 "$IWPING" -c -a 127.0.0.1 -p "$port" -C 1 >"$TMP/n.out" 2>&1 || rc=$?
+timeout -k 5 30 "$IWPING" -c -a 127.0.0.1 -p "$port" -C 1 >"$TMP/n.out" 2>&1 || rc=$?
 if [ $rc -eq 1 ] && [ -s "$TMP/n.out" ]; then
 	ok "no server: exit 1 with a message ($(head -1 "$TMP/n.out"))"
 else
@@ -131,9 +131,9 @@ fi
 for args in "-c -a 127.0.0.1 -S 22" "-c -a 127.0.0.1 -S 65536" "-c" "-s -c" "-s --crc=maybe"; do
 	rc=0
 	# shellcheck disable=SC2086
-	timeout 10 "$IWPING" $args >/dev/null 2>&1 || rc=$?
+	timeout -k 5 10 "$IWPING" $args >/dev/null 2>&1 || rc=$?
 	if [ $rc -eq 2 ]; then ok "usage error: $args"; else bad "usage '$args': exit $rc"; fi
 done
-if timeout 10 "$IWPING" --help | grep -q SYNOPSIS; then ok "--help"; else bad "--help"; fi
+if timeout -k 5 10 "$IWPING" --help | grep -q SYNOPSIS; then ok "--help"; else bad "--help"; fi
 
 finish

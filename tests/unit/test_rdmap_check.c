@@ -1000,6 +1000,8 @@ static void tap_pull(struct tap *x, int dir)
 	iwt_ep_pull(&x->t, ep);
 	fresh = ep->wire_total - x->fed[dir];
 	ck_assert_uint_le(fresh, ep->wire_len);
+	if (!fresh)
+		return; /* the wire may not even be allocated yet */
 	p = ep->wire + ep->wire_len - fresh;
 	while (fresh) {
 		struct iw_rdmap_check_ev ev;
