@@ -302,7 +302,7 @@ host_script() {
 	for i in "${!C_NAME[@]}"; do
 		[[ ${C_DIR[i]} = g2h ]] || continue
 		n=${C_NAME[i]}; h=$(subst "${C_HOST[i]}" "$i"); cd="$OUT/$n"
-		printf '( cd %q && { timeout %d %s; echo $? >host.rc; } >host.log 2>&1 ) & P_%d=$!\n' \
+		printf '( cd %q && { timeout -k 5 %d %s; echo $? >host.rc; } >host.log 2>&1 ) & P_%d=$!\n' \
 			"$cd" "$RUN_T" "$h" "$i"
 		pids+=("$i")
 	done
@@ -310,7 +310,7 @@ host_script() {
 		[[ ${C_DIR[i]} = h2g ]] || continue
 		n=${C_NAME[i]}; h=$(subst "${C_HOST[i]}" "$i"); cd="$OUT/$n"
 		printf 'if bash "$SIWG" wait-log %q 120; then\n' "SIW-CASE-READY $n"
-		printf '  ( cd %q && { timeout %d %s; echo $? >host.rc; } >host.log 2>&1 )\n' "$cd" "$CASE_T" "$h"
+		printf '  ( cd %q && { timeout -k 5 %d %s; echo $? >host.rc; } >host.log 2>&1 )\n' "$cd" "$CASE_T" "$h"
 		printf 'else echo noready >%q/host.rc; fi\n' "$cd"
 	done
 	printf 'bash "$SIWG" wait-log SIW-CASES-DONE %d\n' "$RUN_T"
