@@ -369,7 +369,7 @@ evaluate() {
 		read -ra chk <<<"${C_CHECK[i]}"
 		"${chk[@]}"
 		if grep -aq 'NOTE: .* never completed' "$CD/guest.log"; then
-			NOTE+=("siw never completed $(grep -aoE 'NOTE: [0-9]+' "$CD/guest.log" | head -n1 | cut -d' ' -f2) request(s) posted after its flush")
+			NOTE+=("siw side: $(grep -aoE 'NOTE: .*' "$CD/guest.log" | head -n1 | sed 's/^NOTE: //')")
 		fi
 		if [[ ${#WHY[@]} = 0 ]]; then
 			v="PASS"; PASS=$((PASS + 1))

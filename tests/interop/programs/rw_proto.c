@@ -831,28 +831,29 @@ int rw_verdict(struct rw *e)
 {
 	if (e->established && rw_outstanding(e) != 0) {
 		static const char *const opn[] = { "SEND", "WRITE", "READ", "RECV" };
-		uint64_t late = 0, early = 0;
+		uint64_t late = 0, n[4] = { 0, 0, 0, 0 };
 
 		for (uint64_t i = 0; i < e->seq; i++) {
 			if (WR_ST(e->wr_state[i]) != RW_WR_POSTED)
 				continue;
-			/* Posted after the last request the peer flushed: the
-			 * QP was probably in ERROR already. */
+			/* After the last request the peer flushed: probably
+			 * posted when the QP was in ERROR already. */
 			bool after = e->any_failed && i > e->max_failed_seq;
 
 			printf("%s: never completed: work request %llu (%s)%s\n", e->name, (unsigned long long)i,
-			       opn[WR_OP(e->wr_state[i])], after ? ", posted after the last flushed one" : "");
-			if (after)
-				late++;
-			else
-				early++;
+			       opn[WR_OP(e->wr_state[i])], after ? ", behind the last flushed one" : "");
+			late += after;
+			n[WR_OP(e->wr_state[i])]++;
 		}
-		if (early || !e->cfg.tolerate_late_posts)
+		if (!e->cfg.tolerate_lost_wrs)
 			rw_fail(e, "%llu of %llu work requests never completed", (unsigned long long)rw_outstanding(e),
 				(unsigned long long)e->posted);
 		else
-			printf("%s: NOTE: %llu work request(s) posted after the QP's flush never completed "
-			       "(siw's user-space queues)\n", e->name, (unsigned long long)late);
+			printf("%s: NOTE: %llu work request(s) never completed (SEND %llu WRITE %llu READ %llu "
+			       "RECV %llu; %llu behind the last flushed one)\n",
+			       e->name, (unsigned long long)rw_outstanding(e), (unsigned long long)n[RW_OP_SEND],
+			       (unsigned long long)n[RW_OP_WRITE], (unsigned long long)n[RW_OP_READ],
+			       (unsigned long long)n[RW_OP_RECV], (unsigned long long)late);
 	}
 	if (e->cfg.test == RW_T_FLOOD && e->cfg.role == RW_CLIENT && !e->failed && e->in_flight_at_disc == 0)
 		rw_fail(e, "flood: nothing was in flight when the connection went down");

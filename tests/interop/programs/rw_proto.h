@@ -81,9 +81,11 @@ struct rw_cfg {
 	unsigned flood_ms;
 	enum rw_role disconnector; /* flood: who disconnects */
 	bool verbose;
-	/* Work requests posted after the last one the peer flushed may stay
-	 * outstanding forever (siw's user-mapped queues): report, do not fail. */
-	bool tolerate_late_posts;
+	/* Work requests still outstanding at the end are reported, not a
+	 * failure (siw: requests posted after its flush, and the send queue
+	 * behind the request in progress when siw itself disconnected, are
+	 * never completed). Completing one twice still fails. */
+	bool tolerate_lost_wrs;
 	unsigned drain_ms; /* after the end: time for flushes to arrive */
 };
 
