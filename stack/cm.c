@@ -708,6 +708,10 @@ int iw_cm_accept(struct iw_cm_id *id, struct iw_qp *qp, const struct iw_conn_par
 		rc = -EINVAL;
 		goto out;
 	}
+	/* Test only (tests/interop): a deliberately broken Reply, revision 1
+	 * whatever was negotiated, proves the interop suite notices. */
+	if (r == IW_MPA_OK && id->out_len > 17 && getenv("IWARP_TEST_MPA_REPLY_REV"))
+		id->out[17] = (uint8_t)atoi(getenv("IWARP_TEST_MPA_REPLY_REV"));
 	if (r != IW_MPA_OK) {
 		/* Our policy refuses the request: reject frame, FIN, report. */
 		cm_flush_out(id);

@@ -1,0 +1,181 @@
+# Per-case checks of interop.sh (sourced). Each check function looks at
+# the case directory $CD (host.log, guest.log, host.pcap), the group's
+# guest capture $OUT/guest.pcap (this case's connection: TCP port
+# $CASE_PORT), the direction $CASE_DIR (h2g: our client, g2h: our server)
+# and appends failure reasons to WHY.
+
+# grep_need FILE PATTERN WHAT: the (fixed-string) pattern must occur.
+grep_need() {
+	grep -aqF -- "$2" "$1" 2>/dev/null || WHY+=("$3")
+}
+
+# Logs of the client and the server of this case.
+client_log() { [[ $CASE_DIR = h2g ]] && echo "$CD/host.log" || echo "$CD/guest.log"; }
+server_log() { [[ $CASE_DIR = h2g ]] && echo "$CD/guest.log" || echo "$CD/host.log"; }
+
+# iwdump_check NAME PCAP CRC(on|off) [PORT]: iwdump --check accepts the
+# capture, which holds exactly one iWARP connection with the expected CRC
+# state, every FPDU showing it ("crc ok" / "no crc"). Output kept in
+# $CD/iwdump-NAME.txt. Extra checks read that file afterwards.
+iwdump_check() {
+	local name=$1 pcap=$2 crc=$3 port=${4:-} out="$CD/iwdump-$1.txt" n bad
+	if [[ ! -s $pcap ]]; then
+		WHY+=("no capture $name"); return
+	fi
+	if ! "$BIN/iwdump" --check ${port:+-p "$port"} "$pcap" >"$out" 2>&1; then
+		bad=$(grep -aE '^(VIOLATION|WARNING)' "$out")
+		if [[ -n ${IWD_TOLERATE:-} ]]; then
+			[[ -n $bad ]] && ! grep -vqF -- "$IWD_TOLERATE" <<<"$bad" &&
+				NOTE+=("$name capture: $(wc -l <<<"$bad") x \"$IWD_TOLERATE\" (siw's RST)") && bad="tolerated"
+		fi
+		[[ $bad = tolerated ]] ||
+			WHY+=("iwdump --check rejects the $name capture: $(head -n1 <<<"${bad:-see $out}")")
+	fi
+	n=$(grep -ac '^SUMMARY' "$out")
+	if [[ ${IWD_CONNS:-1} = any ]]; then
+		[[ $n -ge 1 ]] || { WHY+=("$name capture: no iWARP connection"); return; }
+	else
+		[[ $n = 1 ]] || { WHY+=("$name capture: $n iWARP connections, expected 1"); return; }
+	fi
+	[[ -z $crc ]] && return
+	grep -aq "negotiated rev .*, crc $crc," "$out" || WHY+=("$name capture: CRC is not $crc")
+	if [[ $crc = on ]]; then
+		grep -aq 'crc ok$' "$out" || WHY+=("$name capture: no FPDU with a good CRC")
+		! grep -aq -e 'crc BAD' -e 'no crc$' "$out" || WHY+=("$name capture: FPDUs without a good CRC")
+	else
+		grep -aq 'no crc$' "$out" || WHY+=("$name capture: no FPDU seen")
+		! grep -aq 'crc ok$' "$out" || WHY+=("$name capture: CRC present although off")
+	fi
+}
+
+both_captures() {  # CRC
+	iwdump_check ours "$CD/host.pcap" "$1"
+	iwdump_check guest "$OUT/guest.pcap" "$1" "$CASE_PORT"
+}
+
+# ping_data FILE PREFIX COUNT: COUNT lines "PREFIXrdma-ping-N: ..." for N =
+# 0..COUNT-1, each continuing with rping's pattern (printable ASCII from
+# 'A' + N % 58, cycling 'A'..'z') up to the end of the (maybe cut) line.
+ping_data() {
+	local file=$1 prefix=$2 count=$3 r
+	r=$(awk -v pre="$prefix" -v want="$count" '
+		BEGIN { for (i = 0; i < 256; i++) ord[sprintf("%c", i)] = i; n = 0; bad = "" }
+		index($0, pre "rdma-ping-") == 1 {
+			rest = substr($0, length(pre) + 11)
+			k = index(rest, ": "); it = substr(rest, 1, k - 1) + 0; data = substr(rest, k + 2)
+			if (it != n && bad == "") bad = "iteration " it " where " n " was expected"
+			c = 65 + it % 58
+			for (j = 1; j <= length(data) && bad == ""; j++) {
+				if (ord[substr(data, j, 1)] != c)
+					bad = "iteration " it " byte " (j - 1) " is \"" substr(data, j, 1) "\""
+				c = c + 1; if (c > 122) c = 65
+			}
+			if (length(data) < 8 && bad == "") bad = "iteration " it " has almost no data"
+			n++
+		}
+		END {
+			if (bad == "" && n != want) bad = n " pings, expected " want
+			print bad
+		}' "$file")
+	[[ -z $r ]] || WHY+=("$(basename "$file"): \"${prefix}\" lines: $r")
+}
+
+# 1, 2: rping / iwping; data on both sides, both captures, CRC state.
+chk_rping() {  # DIR COUNT CRC
+	ping_data "$(client_log)" "ping data: " "$2"
+	ping_data "$(server_log)" "server ping data: " "$2"
+	grep -aqi 'mismatch' "$CD/host.log" "$CD/guest.log" && WHY+=("data mismatch reported")
+	both_captures "$3"
+}
+
+# 3: rdma-core's rdma_client / rdma_server against iwhello.
+chk_hello() {  # PROGRAM
+	grep_need "$CD/host.log" "RESULT PASS" "iwhello did not pass"
+	grep_need "$CD/guest.log" "$1: end 0" "$1 did not end with 0"
+	both_captures on
+}
+
+# 4: READ/WRITE rounds verified by both programs.
+chk_rw() {  # ROUNDS CRC
+	local n
+	grep_need "$CD/host.log" "RESULT PASS rw" "iwrw did not pass"
+	grep_need "$CD/guest.log" "RESULT PASS rw" "siwrw did not pass"
+	n=$(grep -ac 'verified both ways' "$(client_log)")
+	[[ $n = "$1" ]] || WHY+=("$n rounds verified, expected $1")
+	both_captures "$2"
+}
+
+# 5: private data both ways, on the wire too.
+chk_pdata() {  # BYTES
+	grep_need "$(server_log)" "connect private data verified ($1 bytes)" "server: connect private data not verified"
+	grep_need "$(client_log)" "accept private data verified ($1 bytes)" "client: accept private data not verified"
+	grep_need "$CD/host.log" "RESULT PASS" "iwrw did not pass"
+	grep_need "$CD/guest.log" "RESULT PASS" "siwrw did not pass"
+	both_captures on
+	grep -aqE "Request rev 2 .* pd $1\$" "$CD/iwdump-guest.txt" || WHY+=("guest capture: no Request with $1 bytes")
+	grep -aqE "Reply rev 2 .* pd $1\$" "$CD/iwdump-guest.txt" || WHY+=("guest capture: no Reply with $1 bytes")
+}
+
+# reject-g2h may take several attempts (siw race, see interop.sh): every
+# attempt must be a reject carrying BYTES on the wire, one must deliver them.
+chk_reject() {  # BYTES
+	local lost
+	grep_need "$(server_log)" "rejected the connection with $1 bytes" "server did not reject"
+	grep_need "$(client_log)" "reject private data verified ($1 bytes)" "client: reject private data not verified"
+	lost=$(grep -ac 'rejected (status .*, 0 bytes of private data)' "$(client_log)")
+	[[ $lost = 0 ]] || NOTE+=("siw reported $lost reject(s) without the private data")
+	IWD_CONNS=any iwdump_check ours "$CD/host.pcap" ""
+	if "$BIN/iwdump" -p "$CASE_PORT" "$OUT/guest.pcap" >"$CD/iwdump-guest.txt" 2>&1; then
+		! grep -aqE '^(VIOLATION|WARNING)' "$CD/iwdump-guest.txt" || WHY+=("guest capture: violations")
+		local n r
+		n=$(grep -acE "^MPA .* Request rev 2 " "$CD/iwdump-guest.txt")
+		r=$(grep -acE "^MPA .* Reply rev 2 M=0 C=. R=1 .* pd $1\$" "$CD/iwdump-guest.txt")
+		[[ $n -ge 1 && $n = "$r" ]] || WHY+=("guest capture: $n Requests, $r reject Replies with $1 bytes")
+	else
+		WHY+=("iwdump cannot read the guest capture")
+	fi
+}
+
+# 6: Terminates. h2g: siw detects our bad access and terminates (its own
+# bit layout); g2h: we detect siw's and send an RFC-layout Terminate, which
+# siw logs (it reads the nibbles of byte 0 swapped, see below).
+chk_term() {  # DIR KIND LAYER ETYPE ECODE
+	local dir=$1 kind=$2 l=$3 e=$4 c=$5 want ours
+	grep_need "$(client_log)" "RESULT PASS $kind" "client ($kind) did not pass"
+	grep_need "$(server_log)" "RESULT PASS victim" "server (victim) did not pass"
+	grep_need "$CD/host.log" "every failed completion carried cause ($l,$e,$c)" \
+		"our completions did not all carry ($l,$e,$c)"
+	grep_need "$CD/host.log" "error cause ($l,$e,$c)" "our QP error is not ($l,$e,$c)"
+	both_captures on
+	want="TERMINATE layer $l etype $e ecode $c"
+	# The victim is the server (B) in both directions.
+	ours=$(grep -a "MSG .* $want" "$CD/iwdump-guest.txt" | head -n1)
+	if [[ -z $ours ]]; then
+		WHY+=("guest capture: no $want")
+	elif [[ $dir = h2g ]]; then
+		[[ $ours = *"(siw layout)"* && $ours = *"dir B>A"* ]] ||
+			WHY+=("guest capture: siw's Terminate not in siw's layout from B: $ours")
+	else
+		[[ $ours != *"(siw layout)"* && $ours = *"dir B>A"* ]] ||
+			WHY+=("guest capture: our Terminate not in the RFC layout from B: $ours")
+		# siw reads layer from the low nibble and etype from the high one.
+		grep -aqF "got TERMINATE. layer $e, type $l, code $((c))" "$OUT/dmesg.txt" ||
+			WHY+=("siw did not log our Terminate as layer $e type $l (its nibble order)")
+	fi
+	if [[ $kind = badread ]]; then
+		grep -aqE "first failed completion: READ" "$(client_log)" || WHY+=("the READ did not fail first")
+	fi
+}
+
+# 7: disconnect with RDMA in flight; the engine checks exactly-once. siw
+# closes with a RST while our data still arrives (its socket is released
+# with unread data), so the capture may end inside one of our FPDUs: that
+# one violation (2,0,0x01) is tolerated here, nothing else.
+chk_flood() {  # DIR WHO
+	local n v
+	grep_need "$CD/host.log" "RESULT PASS flood" "iwrw did not pass"
+	grep_need "$CD/guest.log" "RESULT PASS flood" "siwrw did not pass"
+	n=$(grep -aoE '[0-9]+ in flight at the disconnect' "$(client_log)" | cut -d' ' -f1)
+	[[ ${n:-0} -gt 0 ]] || WHY+=("nothing was in flight at the disconnect")
+	IWD_TOLERATE='truncated FPDU at end of stream' both_captures off
+}
