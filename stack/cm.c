@@ -736,9 +736,85 @@ out:
 	return rc;
 }
 
+/* A rejected connection's socket, kept open after the reject frame until
+ * the initiator closes it (or CM_REJECT_LINGER_MS pass): a Linux siw
+ * initiator loses the reject's private data when our FIN follows the
+ * frame at once (seen about 1 in 4). Owned by the context, so the id can
+ * go away meanwhile. */
+#define CM_REJECT_LINGER_MS 1000
+struct iw_cm_linger {
+	struct iw_watch watch;
+	struct iw_timer timer;
+	struct iw_context *ctx;
+	uint32_t trace_conn;
+	struct iw_cm_linger *next;
+};
+
+static void linger_close(struct iw_cm_linger *l)
+{
+	struct iw_cm_linger **pp;
+
+	for (pp = &l->ctx->lingers; *pp; pp = &(*pp)->next)
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	iw_ctx_watch_del(l->ctx, &l->watch);
+	iw_ctx_timer_cancel(l->ctx, &l->timer);
+	close(l->watch.fd);
+	iw_trace_conn_close(l->ctx, l->trace_conn, false);
+	free(l);
+}
+
+static void linger_watch_cb(struct iw_watch *w, uint32_t revents)
+{
+	struct iw_cm_linger *l = (struct iw_cm_linger *)((char *)w - offsetof(struct iw_cm_linger, watch));
+	uint8_t buf[256];
+	ssize_t n;
+
+	(void)revents;
+	while ((n = recv(l->watch.fd, buf, sizeof(buf), 0)) > 0)
+		; /* nothing the initiator sends now matters */
+	if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+		linger_close(l);
+}
+
+static void linger_timer_cb(struct iw_timer *t)
+{
+	linger_close((struct iw_cm_linger *)((char *)t - offsetof(struct iw_cm_linger, timer)));
+}
+
+void iw_cm_lingers_free(struct iw_context *ctx)
+{
+	while (ctx->lingers)
+		linger_close(ctx->lingers);
+}
+
 static void cm_reject_done(struct iw_cm_id *id)
 {
-	/* FIN behind the frame: the initiator reads the whole reject. */
+	struct iw_cm_linger *l = calloc(1, sizeof(*l));
+
+	if (l && id->watch.fd >= 0) {
+		if (id->watching)
+			iw_ctx_watch_del(id->ctx, &id->watch);
+		id->watching = false;
+		iw_ctx_timer_cancel(id->ctx, &id->timer);
+		l->ctx = id->ctx;
+		l->watch.fd = id->watch.fd;
+		l->watch.cb = linger_watch_cb;
+		l->timer.cb = linger_timer_cb;
+		l->trace_conn = id->trace_conn;
+		if (iw_ctx_watch_add(l->ctx, &l->watch, EPOLLIN) == 0) {
+			l->next = l->ctx->lingers;
+			l->ctx->lingers = l;
+			iw_ctx_timer_arm(l->ctx, &l->timer, CM_REJECT_LINGER_MS);
+			id->watch.fd = -1;
+			id->trace_conn = 0;
+			l = NULL;
+		}
+	}
+	free(l);
+	/* Without a linger (no memory): FIN right behind the frame. */
 	cm_close_fd(id, false);
 	cm_child_unlink(id);
 	id->state = CM_DONE;

@@ -374,6 +374,7 @@ int iw_context_destroy(struct iw_context *ctx)
 		iw_ctx_lock(ctx);
 		ctx->thread_on = false;
 	}
+	iw_cm_lingers_free(ctx);
 	if (ctx->trace)
 		iw_trace_close(ctx);
 	iw_ctx_unlock(ctx);

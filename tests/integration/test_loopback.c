@@ -19,6 +19,7 @@
 #include "iwt_check.h"
 #include "iwt_common.h"
 #include "iwt_handshake.h"
+#include "mpa/mpa_wire.h"
 #include "tshark_run.h"
 
 #define WAIT_MS 10000
@@ -654,6 +655,50 @@ static bool raw_dropped(int fd, int ms)
 	}
 	return false;
 }
+
+
+/* After a reject the responder keeps the socket open until the initiator
+ * closes it (a siw initiator loses the reject's private data when a FIN
+ * follows the frame at once); the reject frame itself arrives at once. */
+START_TEST(test_reject_lingers)
+{
+	static const uint8_t req[] = "MPA ID Req Frame\x50\x02\x00\x04\x00\x01\x00\x01";
+	struct pair p;
+	uint8_t buf[600];
+
+	pair_listen(&p, AF_INET, 8);
+	int fd = raw_connect(&p.addr);
+	ck_assert_int_eq(send(fd, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+	struct iw_cm_event *ev = ev_expect(p.sch, IW_CM_EVENT_CONNECT_REQUEST);
+	struct iw_cm_id *child = ev->id;
+	iw_cm_ack_event(ev);
+	ck_assert_int_eq(iw_cm_reject(child, "no thanks", 9), 0);
+	ck_assert_int_eq(iw_cm_destroy_id(child), 0); /* the linger outlives the id */
+	/* The whole reject frame arrives. */
+	size_t got = 0;
+	uint64_t end = now_ms() + WAIT_MS;
+	while (got < 20 + 4 + 9 && now_ms() < end) {
+		pump(5);
+		ssize_t n = recv(fd, buf + got, sizeof(buf) - got, MSG_DONTWAIT);
+		if (n > 0)
+			got += (size_t)n;
+	}
+	ck_assert_uint_eq(got, 33);
+	ck_assert(memcmp(buf, "MPA ID Rep Frame", 16) == 0);
+	ck_assert_uint_eq(buf[16] & IW_MPA_FLAG_REJECT, IW_MPA_FLAG_REJECT);
+	ck_assert(memcmp(buf + 24, "no thanks", 9) == 0);
+	/* No FIN for a while ... */
+	for (int i = 0; i < 20; i++) {
+		pump(10);
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		ck_assert_msg(n < 0 && errno == EAGAIN, "socket closed behind the reject (recv %zd)", n);
+	}
+	/* ... until we close; without that it would go after about 1 s. */
+	close(fd);
+	pump(50);
+	pair_free(&p);
+}
+END_TEST
 
 START_TEST(test_request_timeout)
 {
@@ -1593,6 +1638,7 @@ static Suite *loopback_suite(void)
 	tcase_add_test(tc, test_connect_ipv4_pdata);
 	tcase_add_test(tc, test_destroy_qp_while_connecting);
 	tcase_add_test(tc, test_first_fpdu_delay);
+	tcase_add_test(tc, test_reject_lingers);
 	tcase_add_test(tc, test_connect_ipv6_pdata);
 	tcase_add_test(tc, test_pdata_limit);
 	tcase_add_test(tc, test_reject_pdata);
