@@ -426,7 +426,8 @@ void iw_trace_data(struct iw_context *ctx, uint32_t conn, bool tx, const struct 
 	size_t got = sd->nhold;
 	for (int i = 0; i < iovcnt && got < total; i++) {
 		size_t take = iov[i].iov_len < total - got ? iov[i].iov_len : total - got;
-		memcpy(buf + got, iov[i].iov_base, take);
+		if (take) /* empty entries may have no base */
+			memcpy(buf + got, iov[i].iov_base, take);
 		got += take;
 	}
 	uint64_t base = sd->pos - sd->nhold;
