@@ -249,6 +249,26 @@ static void negotiated_text(const struct iwd_sess *s, char *buf, size_t cap)
 	}
 }
 
+/* The negotiated parameters as JSON fields (shared by the per-event line
+ * and the connection summary). */
+static void json_negotiated(const struct iwd_sess *s)
+{
+	uint16_t v[4];
+
+	ju64("rev", s->rep.rev);
+	jbool("enhanced", sess_enhanced(s));
+	jbool("crc", s->cfg.crc);
+	jbool("markers_a2b", s->cfg.markers[0]);
+	jbool("markers_b2a", s->cfg.markers[1]);
+	if (sess_enhanced(s)) {
+		ird_ord(s, v);
+		ju64("a_ird", v[0]);
+		ju64("a_ord", v[1]);
+		ju64("b_ird", v[2]);
+		ju64("b_ord", v[3]);
+	}
+}
+
 void iwd_out_negotiated(const struct iwd_conn *c, const struct iwd_where *w)
 {
 	const struct iwd_sess *s = &c->sess;
@@ -257,22 +277,9 @@ void iwd_out_negotiated(const struct iwd_conn *c, const struct iwd_where *w)
 	if (!verbose())
 		return;
 	if (opts->json) {
-		uint16_t v[4];
-
 		jbegin("negotiated");
 		jwhere(c, -1, w);
-		ju64("rev", s->rep.rev);
-		jbool("enhanced", sess_enhanced(s));
-		jbool("crc", s->cfg.crc);
-		jbool("markers_a2b", s->cfg.markers[0]);
-		jbool("markers_b2a", s->cfg.markers[1]);
-		if (sess_enhanced(s)) {
-			ird_ord(s, v);
-			ju64("a_ird", v[0]);
-			ju64("a_ord", v[1]);
-			ju64("b_ird", v[2]);
-			ju64("b_ord", v[3]);
-		}
+		json_negotiated(s);
 		jend();
 		return;
 	}
@@ -540,23 +547,10 @@ static void summary_json(const struct iwd_conn *c)
 	ju64("violations", conn_violations(c));
 	ju64("warnings", c->conn_warnings);
 	if (s->state == IWD_S_FPDU) {
-		uint16_t v[4];
-
 		jkey("mpa");
 		putchar('{');
 		jfirst = true;
-		ju64("rev", s->rep.rev);
-		jbool("enhanced", sess_enhanced(s));
-		jbool("crc", s->cfg.crc);
-		jbool("markers_a2b", s->cfg.markers[0]);
-		jbool("markers_b2a", s->cfg.markers[1]);
-		if (sess_enhanced(s)) {
-			ird_ord(s, v);
-			ju64("a_ird", v[0]);
-			ju64("a_ord", v[1]);
-			ju64("b_ird", v[2]);
-			ju64("b_ord", v[3]);
-		}
+		json_negotiated(s);
 		putchar('}');
 		jfirst = false;
 	}
