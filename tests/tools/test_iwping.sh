@@ -83,10 +83,18 @@ fi
 # SIGINT on a client without -C: it finishes the ping under way, then
 # disconnects cleanly (exit 0), and the server sees a clean end too.
 if start_server "$TMP/isrv.log" "$IWPING" -s -a 127.0.0.1 -p @PORT@; then
-	"${SIGNALED_ENV[@]}" timeout -k 5 30 "$IWPING" -c -a 127.0.0.1 -p "$PORT" -V >"$TMP/i.out" 2>&1 &
+	"${SIGNALED_ENV[@]}" timeout -k 5 30 "$IWPING" -c -a 127.0.0.1 -p "$PORT" -V -v >"$TMP/i.out" 2>&1 &
 	cpid=$!
-	sleep 0.5
-	kill -INT "$cpid" 2>/dev/null
+	# Signal only once a ping completed: a fixed sleep raced connection
+	# setup on a loaded machine (a signal while connecting aborts, exit 1).
+	for _ in $(seq 100); do
+		grep -q '^ping data' "$TMP/i.out" 2>/dev/null && break
+		sleep 0.1
+	done
+	# Signal iwping itself: GNU timeout forwards a signal to its child and
+	# then to its whole process group, so iwping would see two SIGINTs
+	# (and a second SIGINT means "abort now").
+	kill -INT "$(pgrep -P "$cpid" || echo "$cpid")" 2>/dev/null
 	rc=0
 	wait "$cpid" || rc=$?
 	wait_server
