@@ -52,6 +52,7 @@ struct iw_cm_id {
 
 	/* listener */
 	int backlog;
+	uint32_t req_timeout_ms;    /* MPA Request deadline for children */
 	uint32_t n_pending;         /* children still in the MPA exchange */
 	struct iw_cm_id *children;  /* not yet accepted/rejected by the application */
 	/* child */
@@ -62,6 +63,8 @@ struct iw_cm_id {
 	struct iw_qp *qp;
 	struct iw_mpa_settings settings;
 	uint32_t max_ulpdu;
+	uint32_t max_ulpdu_rx;      /* 0: 65535 */
+	uint32_t dead_peer_ms;      /* 0: kernel defaults */
 	int timeout_ms;
 	uint32_t first_fpdu_delay_ms; /* initiator: hold the first FPDU this long */
 	struct iw_mpa_frame req; /* sent (active) or received (passive) */
