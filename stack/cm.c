@@ -785,6 +785,10 @@ out:
  * frame at once (seen about 1 in 4). Owned by the context, so the id can
  * go away meanwhile. */
 #define CM_REJECT_LINGER_MS 1000
+/* At most this many at once per context: a peer that floods connections
+ * the application rejects and never closes them must not pin sockets
+ * (beyond this, the FIN follows the reject frame at once). */
+#define CM_MAX_LINGERS 64
 struct iw_cm_linger {
 	struct iw_watch watch;
 	struct iw_timer timer;
@@ -833,9 +837,18 @@ void iw_cm_lingers_free(struct iw_context *ctx)
 		linger_close(ctx->lingers);
 }
 
+static uint32_t cm_n_lingers(const struct iw_context *ctx)
+{
+	uint32_t n = 0;
+
+	for (const struct iw_cm_linger *l = ctx->lingers; l && n < CM_MAX_LINGERS; l = l->next)
+		n++;
+	return n;
+}
+
 static void cm_reject_done(struct iw_cm_id *id)
 {
-	struct iw_cm_linger *l = calloc(1, sizeof(*l));
+	struct iw_cm_linger *l = cm_n_lingers(id->ctx) < CM_MAX_LINGERS ? calloc(1, sizeof(*l)) : NULL;
 
 	if (l && id->watch.fd >= 0) {
 		if (id->watching)
@@ -857,7 +870,7 @@ static void cm_reject_done(struct iw_cm_id *id)
 		}
 	}
 	free(l);
-	/* Without a linger (no memory): FIN right behind the frame. */
+	/* Without a linger (no memory, or too many): FIN right behind the frame. */
 	cm_close_fd(id, false);
 	cm_child_unlink(id);
 	id->state = CM_DONE;

@@ -253,6 +253,48 @@ START_TEST(test_listener_flood)
 }
 END_TEST
 
+/* Connections the application rejects while their peers keep them open:
+ * each rejected socket lingers (up to 1 s, for siw's sake) but at most 64
+ * at once; beyond that the FIN follows the reject frame at once. */
+START_TEST(test_reject_flood)
+{
+	enum { N = 80, LINGER_MAX = 64 };
+	struct iw_cm_channel *ch;
+	struct sockaddr_storage a;
+	uint8_t req[32];
+	int fd[N];
+
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &ch), 0);
+	struct iw_cm_id *l = fx_listen(ch, NULL, &a);
+	size_t rl = iwt_mpa_req_bytes(0x50, 2, iwt_mpa_w1(false, false, 4), iwt_mpa_w2(false, false, 4), NULL, 0, req);
+	for (int i = 0; i < N; i++) {
+		fd[i] = fx_raw_connect(&a);
+		ck_assert_int_eq(send(fd[i], req, rl, 0), (ssize_t)rl);
+		struct iw_cm_event *ev = fx_ev_expect(ch, IW_CM_EVENT_CONNECT_REQUEST);
+		struct iw_cm_id *child = ev->id;
+		iw_cm_ack_event(ev);
+		ck_assert_int_eq(iw_cm_reject(child, NULL, 0), 0);
+		ck_assert_int_eq(iw_cm_destroy_id(child), 0);
+	}
+	/* Read the reject frames; count who got the FIN already. */
+	int fin = 0;
+	for (int i = 0; i < N; i++) {
+		uint8_t b[64];
+		ck_assert_uint_eq(fx_raw_read(fd[i], b, 24, 100), 24);
+		ck_assert_int_eq(b[16] & 0x20, 0x20);
+		fin += recv(fd[i], b, sizeof(b), MSG_DONTWAIT) == 0;
+	}
+	ck_assert_int_eq(fin, N - LINGER_MAX);
+	/* The lingering ones close within their second. */
+	for (int i = 0; i < N; i++)
+		ck_assert(fx_raw_dropped(fd[i], 2000));
+	for (int i = 0; i < N; i++)
+		close(fd[i]);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Established connections                                             */
 
@@ -793,6 +835,7 @@ static Suite *faults_suite(void)
 	tcase_add_test(tc, test_request_timeout);
 	tcase_add_test(tc, test_reply_timeout);
 	tcase_add_test(tc, test_listener_flood);
+	tcase_add_test(tc, test_reject_flood);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("established");
