@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,6 +95,21 @@ START_TEST(test_request_timeout)
 	ck_assert_ptr_null(fx_ev_wait(ch, 50));
 	close(silent);
 	close(half);
+
+	/* Byte-at-a-time does not extend the deadline. */
+	int slow = fx_raw_connect(&a);
+	t0 = fx_now_ms();
+	bool dropped = false;
+	for (size_t i = 0; i < rl - 1 && !dropped; i++) {
+		if (send(slow, req + i, 1, MSG_NOSIGNAL) != 1)
+			break;
+		dropped = fx_raw_dropped(slow, 40);
+	}
+	ck_assert(dropped || fx_raw_dropped(slow, 2000));
+	ck_assert_uint_ge(fx_now_ms() - t0, 280);
+	ck_assert_uint_le(fx_now_ms() - t0, 2000);
+	close(slow);
+	ck_assert_ptr_null(fx_ev_wait(ch, 20));
 
 	/* A slow but complete Request (two pieces, 150 ms apart) is fine. */
 	int ok = fx_raw_connect(&a);
@@ -394,10 +410,12 @@ static void check_fault_statuses(const struct fx_track *t, const struct load *ld
 
 /* The peer resets the connection while our WRITEs, READs and SENDs are
  * in flight and receives are posted. _i = 0: we are the initiator; 1: we
- * are the responder (the raw peer opens our transmit gate with a SEND). */
+ * are the responder (the raw peer opens our transmit gate with a SEND);
+ * 2: we are the initiator and the peer closes with a FIN instead (it
+ * stops sending; everything is flushed, without FATAL_ERR). */
 START_TEST(test_rst_mid_transfer)
 {
-	bool responder = _i == 1;
+	bool responder = _i == 1, fin = _i == 2;
 	struct iw_cm_channel *ch;
 	struct iw_cm_id *l = NULL;
 	struct fx_ep e;
@@ -440,13 +458,31 @@ START_TEST(test_rst_mid_transfer)
 	/* Take part of the traffic, then reset. */
 	size_t got = fx_raw_read(fd, sink, sizeof(sink), 100);
 	ck_assert_uint_gt(got, 0);
-	fx_raw_rst(fd);
+	if (fin)
+		ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+	else
+		fx_raw_rst(fd);
 	ck_assert(fx_track_wait(&t, e.cq, FX_WAIT_MS));
 	struct iw_cm_event *ev = fx_ev_expect(ch, IW_CM_EVENT_DISCONNECTED);
-	ck_assert_int_eq(ev->status, -ECONNRESET);
+	ck_assert_int_eq(ev->status, fin ? 0 : -ECONNRESET);
 	iw_cm_ack_event(ev);
-	ck_assert_int_eq(iw_qp_state(e.qp), IW_QPS_ERROR);
+	ck_assert_int_eq(iw_qp_state(e.qp), fin ? IW_QPS_CLOSED : IW_QPS_ERROR);
 	check_fault_statuses(&t, &ld, responder ? 1 : 0);
+	if (fin) {
+		for (uint32_t i = 0; i < t.n; i++)
+			ck_assert_int_ne(t.status[i], IW_WC_FATAL_ERR);
+		/* Our side closed too: the peer reads the rest, then EOF. */
+		ssize_t r = 1;
+		uint64_t end = fx_now_ms() + FX_WAIT_MS;
+		while (r != 0 && fx_now_ms() < end) {
+			fx_pump(1);
+			r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+			if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+				break;
+		}
+		ck_assert_int_eq(r, 0);
+		close(fd);
+	}
 	ck_assert_uint_gt(t.errors, ld.n_recv); /* receives and at least the READs */
 	ck_assert_ptr_null(fx_ev_wait(ch, 20));
 
@@ -468,14 +504,17 @@ struct mr_info {
 	uint32_t len;
 };
 
-/* The child: a server on the library that accepts one connection and
- * then keeps WRITEs and READs towards the parent in flight, reposting
- * receives, until it is killed. Exit codes report setup failures. */
-static void child_server(int wfd)
+/* The child: the library on the other end. As server (dst NULL) it
+ * listens and writes its address to wfd; as client it connects to dst.
+ * Either way it then keeps WRITEs and READs towards the parent in flight
+ * and reposts its receives, until it is killed. It dies with the test
+ * (PDEATHSIG) and after 30 s at the latest. Exit codes report setup
+ * failures. */
+static void child_peer(int wfd, const struct sockaddr_storage *dst)
 {
 	struct iw_context *c;
 	struct iw_cm_channel *ch;
-	struct iw_cm_id *l, *id = NULL;
+	struct iw_cm_id *l = NULL, *id = NULL;
 	struct iw_pd *pd;
 	struct iw_cq *cq;
 	struct iw_qp *qp;
@@ -487,11 +526,10 @@ static void child_server(int wfd)
 	uint8_t *buf = calloc(1, len);
 	struct iw_qp_init_attr qa = { .cap = { .max_send_wr = 64, .max_recv_wr = 64 }, .sq_sig_all = true };
 
-	if (!buf || iw_context_create(NULL, &c) || iw_cm_create_channel(c, &ch) || iw_cm_create_id(ch, NULL, &l))
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	alarm(30);
+	if (!buf || iw_context_create(NULL, &c) || iw_cm_create_channel(c, &ch))
 		_exit(10);
-	fx_loopback(AF_INET, &a);
-	if (iw_cm_listen(l, (struct sockaddr *)&a, 4) || iw_cm_local_addr(l, &a))
-		_exit(11);
 	if (iw_alloc_pd(c, &pd) || iw_create_cq(c, 256, NULL, &cq))
 		_exit(12);
 	qa.send_cq = qa.recv_cq = cq;
@@ -504,22 +542,41 @@ static void child_server(int wfd)
 		if (iw_post_recv(qp, &r, &bad))
 			_exit(14);
 	}
-	if (write(wfd, &a, sizeof(a)) != (ssize_t)sizeof(a))
-		_exit(15);
-	while (!id) {
-		iw_progress(c, 100);
-		if (iw_cm_get_event(ch, &ev) == 0) {
-			if (ev->type != IW_CM_EVENT_CONNECT_REQUEST || ev->private_data_len != sizeof(peer))
-				_exit(16);
-			memcpy(&peer, ev->private_data, sizeof(peer));
-			id = ev->id;
-			iw_cm_ack_event(ev);
-		}
-	}
 	mine = (struct mr_info){ (uint64_t)(uintptr_t)buf, iw_mr_stag(mr), (uint32_t)len };
 	struct iw_conn_param p = { .private_data = &mine, .private_data_len = sizeof(mine) };
-	if (iw_cm_accept(id, qp, &p))
-		_exit(17);
+	if (!dst) {
+		fx_loopback(AF_INET, &a);
+		if (iw_cm_create_id(ch, NULL, &l) || iw_cm_listen(l, (struct sockaddr *)&a, 4) ||
+		    iw_cm_local_addr(l, &a))
+			_exit(11);
+		if (write(wfd, &a, sizeof(a)) != (ssize_t)sizeof(a))
+			_exit(15);
+		while (!id) {
+			iw_progress(c, 100);
+			if (iw_cm_get_event(ch, &ev) == 0) {
+				if (ev->type != IW_CM_EVENT_CONNECT_REQUEST || ev->private_data_len != sizeof(peer))
+					_exit(16);
+				memcpy(&peer, ev->private_data, sizeof(peer));
+				id = ev->id;
+				iw_cm_ack_event(ev);
+			}
+		}
+		if (iw_cm_accept(id, qp, &p))
+			_exit(17);
+	} else {
+		if (iw_cm_create_id(ch, NULL, &id) || iw_cm_connect(id, qp, (const struct sockaddr *)dst, &p))
+			_exit(18);
+		for (;;) {
+			iw_progress(c, 100);
+			if (iw_cm_get_event(ch, &ev) == 0) {
+				if (ev->type != IW_CM_EVENT_ESTABLISHED || ev->private_data_len != sizeof(peer))
+					_exit(19);
+				memcpy(&peer, ev->private_data, sizeof(peer));
+				iw_cm_ack_event(ev);
+				break;
+			}
+		}
+	}
 	uint32_t out = 0;
 	for (uint64_t k = 0;; k++) {
 		struct iw_wc wc[16];
@@ -551,40 +608,57 @@ static void child_server(int wfd)
 
 /* The peer process (the library on both ends) is SIGKILLed mid-transfer:
  * the kernel closes its socket (FIN, or RST with unread data). Every WR
- * of ours completes exactly once; DISCONNECTED follows. */
+ * of ours completes exactly once; DISCONNECTED follows. _i = 0: the
+ * child is the server; 1: the child is the client. */
 START_TEST(test_peer_killed)
 {
+	bool child_client = _i == 1;
 	int pfd[2];
 	struct sockaddr_storage a;
 	struct iw_cm_channel *ch;
+	struct iw_cm_id *l = NULL;
 	struct fx_ep e;
 	struct load ld = { .n_recv = 32, .n_write = 256, .n_read = 16, .n_send = 64 };
 	struct fx_track t;
+	struct iw_cm_event *ev;
+	struct mr_info peer;
 
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &ch), 0);
+	if (child_client)
+		l = fx_listen(ch, NULL, &a);
 	ck_assert_int_eq(pipe(pfd), 0);
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		close(pfd[0]);
-		child_server(pfd[1]);
+		child_peer(pfd[1], child_client ? &a : NULL);
 		_exit(0);
 	}
 	close(pfd[1]);
-	ck_assert_int_eq(read(pfd[0], &a, sizeof(a)), (ssize_t)sizeof(a));
+	if (!child_client)
+		ck_assert_int_eq(read(pfd[0], &a, sizeof(a)), (ssize_t)sizeof(a));
 	close(pfd[0]);
 
-	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &ch), 0);
 	fx_ep_init(&e);
 	load_init(&e, &ld, 4 * MIB);
 	struct mr_info mine = { (uint64_t)(uintptr_t)ld.buf, iw_mr_stag(ld.mr), (uint32_t)ld.len };
 	struct iw_conn_param p = { .private_data = &mine, .private_data_len = sizeof(mine) };
-	ck_assert_int_eq(iw_cm_create_id(ch, NULL, &e.id), 0);
-	ck_assert_int_eq(iw_cm_connect(e.id, e.qp, (struct sockaddr *)&a, &p), 0);
-	struct iw_cm_event *ev = fx_ev_expect(ch, IW_CM_EVENT_ESTABLISHED);
-	struct mr_info peer;
-	ck_assert_uint_eq(ev->private_data_len, sizeof(peer));
-	memcpy(&peer, ev->private_data, sizeof(peer));
-	iw_cm_ack_event(ev);
+	if (child_client) {
+		ev = fx_ev_expect(ch, IW_CM_EVENT_CONNECT_REQUEST);
+		ck_assert_uint_eq(ev->private_data_len, sizeof(peer));
+		memcpy(&peer, ev->private_data, sizeof(peer));
+		e.id = ev->id;
+		iw_cm_ack_event(ev);
+		ck_assert_int_eq(iw_cm_accept(e.id, e.qp, &p), 0);
+		fx_ev_expect_ack(ch, IW_CM_EVENT_ESTABLISHED);
+	} else {
+		ck_assert_int_eq(iw_cm_create_id(ch, NULL, &e.id), 0);
+		ck_assert_int_eq(iw_cm_connect(e.id, e.qp, (struct sockaddr *)&a, &p), 0);
+		ev = fx_ev_expect(ch, IW_CM_EVENT_ESTABLISHED);
+		ck_assert_uint_eq(ev->private_data_len, sizeof(peer));
+		memcpy(&peer, ev->private_data, sizeof(peer));
+		iw_cm_ack_event(ev);
+	}
 
 	uint32_t n = load_post(&e, &ld, peer.addr, peer.stag, MIB);
 	fx_track_init(&t, n);
@@ -610,6 +684,8 @@ START_TEST(test_peer_killed)
 	ck_assert_uint_lt(t.ok, ld.n_write + ld.n_send);
 
 	ep_load_fini(&e, &ld);
+	if (l)
+		ck_assert_int_eq(iw_cm_destroy_id(l), 0);
 	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
 }
 END_TEST
@@ -701,6 +777,55 @@ START_TEST(test_peer_stops_reading)
 	fx_ep_fini(&e);
 	free(buf);
 	free(sink);
+	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
+}
+END_TEST
+
+/* We disconnect while the peer does not read: the graceful close cannot
+ * drain, so after the linger (3 s) the connection is reset; every WR
+ * completes exactly once and DISCONNECTED arrives, bounded in time. */
+START_TEST(test_disconnect_stalled_peer)
+{
+	enum { N = 32 };
+	struct iw_cm_channel *ch;
+	struct fx_ep e;
+	struct sockaddr_storage a;
+	int lfd = fx_raw_listen(&a);
+	uint8_t *buf = malloc(MIB);
+	struct iw_mr *mr;
+	struct fx_track t;
+
+	ck_assert_ptr_nonnull(buf);
+	memset(buf, 0x77, MIB);
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &ch), 0);
+	fx_ep_init(&e);
+	ck_assert_int_eq(iw_reg_mr(e.pd, buf, MIB, IW_ACCESS_LOCAL_WRITE, &mr), 0);
+	ck_assert_int_eq(iw_cm_create_id(ch, NULL, &e.id), 0);
+	ck_assert_int_eq(iw_cm_connect(e.id, e.qp, (struct sockaddr *)&a, NULL), 0);
+	int fd = fx_raw_accept_reply(lfd, 16, 16);
+	fx_ev_expect_ack(ch, IW_CM_EVENT_ESTABLISHED);
+	fx_track_init(&t, N);
+	for (int i = 0; i < N; i++)
+		fx_post_send(&e, IW_WR_RDMA_WRITE, buf, MIB, mr, 0x1000, 0x100, (uint64_t)i);
+	usleep(200 * 1000);
+	uint64_t t0 = fx_now_ms();
+	ck_assert_int_eq(iw_cm_disconnect(e.id), 0);
+	struct iw_cm_event *ev = fx_ev_expect(ch, IW_CM_EVENT_DISCONNECTED);
+	uint64_t dt = fx_now_ms() - t0;
+	iw_cm_ack_event(ev);
+	ck_assert_uint_ge(dt, 2500);
+	ck_assert_uint_le(dt, 8000);
+	ck_assert(fx_track_wait(&t, e.cq, FX_WAIT_MS));
+	ck_assert_uint_gt(t.errors, 0);
+	for (uint32_t i = 0; i < N; i++)
+		ck_assert(t.status[i] == IW_WC_SUCCESS || t.status[i] == IW_WC_WR_FLUSH_ERR);
+	close(fd);
+	close(lfd);
+	ck_assert_int_eq(iw_destroy_qp(e.qp), 0);
+	e.qp = NULL;
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	fx_ep_fini(&e);
+	free(buf);
 	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
 }
 END_TEST
@@ -860,14 +985,15 @@ static Suite *faults_suite(void)
 	tc = tcase_create("established");
 	tcase_add_checked_fixture(tc, fx_setup, fx_teardown);
 	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, test_rst_mid_transfer, 0, 2);
-	tcase_add_test(tc, test_peer_killed);
+	tcase_add_loop_test(tc, test_rst_mid_transfer, 0, 3);
+	tcase_add_loop_test(tc, test_peer_killed, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threaded");
 	tcase_add_checked_fixture(tc, fx_setup_threaded, fx_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_peer_stops_reading);
+	tcase_add_test(tc, test_disconnect_stalled_peer);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("netns"); /* sets its own context up inside the namespace */
