@@ -195,10 +195,13 @@ static void cm_fail_close(struct iw_cm_id *id, int status, bool abortive)
 	if (id->qp && id->qp->cm_id == id)
 		id->qp->cm_id = NULL;
 	id->qp = NULL;
-	if (id->app_owned || id->req_queued)
+	if (id->app_owned)
 		cm_queue(id, IW_CM_EVENT_CONNECT_ERROR, status, NULL, 0);
 	else
-		cm_id_free(id); /* a passive id nobody heard of yet */
+		cm_id_free(id); /* a passive id nobody heard of yet: its queued
+				 * CONNECT_REQUEST goes too, so peers that send a
+				 * Request and leave cannot pile up ids and events
+				 * beyond the backlog while the application is slow */
 }
 
 static void cm_fail(struct iw_cm_id *id, int status)
@@ -710,7 +713,6 @@ static void cm_on_request_bytes(struct iw_cm_id *id)
 	}
 	iw_ctx_timer_cancel(id->ctx, &id->timer);
 	id->state = CM_REQ_RECEIVED;
-	id->req_queued = true;
 	cm_queue(id, IW_CM_EVENT_CONNECT_REQUEST, 0, id->req.pdata, id->req.pdata_len);
 }
 

@@ -43,7 +43,6 @@ struct iw_cm_id {
 	void *context;
 	enum cm_state state;
 	bool app_owned; /* the application knows this id (created it or fetched its request) */
-	bool req_queued; /* passive: its CONNECT_REQUEST was queued */
 	struct iw_watch watch;
 	bool watching;
 	struct iw_timer timer;

@@ -320,6 +320,57 @@ START_TEST(test_reject_flood)
 }
 END_TEST
 
+/* Peers that send a valid Request and leave before the application
+ * looked: their ids and CONNECT_REQUESTs are dropped with them, so a
+ * slow application does not accumulate anything beyond the backlog. */
+START_TEST(test_request_then_leave)
+{
+	enum { N = 200 };
+	struct iw_listen_param lp = { .backlog = 4 };
+	struct iw_cm_channel *ch;
+	struct sockaddr_storage a;
+	uint8_t req[32];
+
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &ch), 0);
+	struct iw_cm_id *l = fx_listen(ch, &lp, &a);
+	size_t rl = iwt_mpa_req_bytes(0x50, 2, iwt_mpa_w1(false, false, 4), iwt_mpa_w2(false, false, 4), NULL, 0, req);
+	long long h0 = 0;
+	for (int i = -1; i < N; i++) {
+		if (i == 0) {
+			fx_pump(50);
+			h0 = fx_heap_bytes(); /* after one round: one-time growth (the context's lists) */
+		}
+		int fd = fx_raw_connect(&a);
+		ck_assert_int_eq(send(fd, req, rl, 0), (ssize_t)rl);
+		fx_pump(1);
+		if (i & 1)
+			fx_raw_rst(fd);
+		else
+			close(fd);
+		fx_pump(1);
+	}
+	fx_pump(50);
+	long long h1 = fx_heap_bytes();
+	fprintf(stderr, "request-then-leave: %d peers, heap %+lld bytes\n", N, h1 - h0);
+	ck_assert_int_eq(h1 - h0, 0);
+	ck_assert_ptr_null(fx_ev_wait(ch, 20));
+	/* The listener still works. */
+	int fd = fx_raw_connect(&a);
+	ck_assert_int_eq(send(fd, req, rl, 0), (ssize_t)rl);
+	struct iw_cm_event *ev = fx_ev_expect(ch, IW_CM_EVENT_CONNECT_REQUEST);
+	struct iw_cm_id *child = ev->id;
+	iw_cm_ack_event(ev);
+	/* Once the application has it, a departure is reported. */
+	close(fd);
+	ev = fx_ev_expect(ch, IW_CM_EVENT_CONNECT_ERROR);
+	ck_assert_ptr_eq(ev->id, child);
+	iw_cm_ack_event(ev);
+	ck_assert_int_eq(iw_cm_destroy_id(child), 0);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Established connections                                             */
 
@@ -980,6 +1031,7 @@ static Suite *faults_suite(void)
 	tcase_add_test(tc, test_reply_timeout);
 	tcase_add_test(tc, test_listener_flood);
 	tcase_add_test(tc, test_reject_flood);
+	tcase_add_test(tc, test_request_then_leave);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("established");
