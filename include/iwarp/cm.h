@@ -127,7 +127,10 @@ void iw_cm_id_set_context(struct iw_cm_id *id, void *context);
  * application has not accepted or rejected yet (<= 0: 64; at most 4096,
  * larger values are clamped). Connections beyond it are reset at once.
  * An MPA Request must arrive within 5 s of the TCP accept, else the
- * connection is reset (the application never hears of it). */
+ * connection is reset (the application never hears of it). A connection
+ * whose peer leaves before the application fetched its CONNECT_REQUEST
+ * is dropped together with that event; after the fetch the id gets
+ * IW_CM_EVENT_CONNECT_ERROR instead. */
 int iw_cm_listen(struct iw_cm_id *id, const struct sockaddr *addr, int backlog);
 
 struct iw_listen_param {
