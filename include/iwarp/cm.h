@@ -79,7 +79,9 @@ struct iw_conn_param {
 	 * WR is flushed when data stays unacknowledged this long
 	 * (TCP_USER_TIMEOUT), or an idle peer stops answering keepalive
 	 * probes (started after max(1 s, timeout / 3) of silence, then every
-	 * max(1 s, timeout / 3)). At least 100. */
+	 * max(1 s, timeout / 3)). A peer that is alive but keeps its receive
+	 * window shut for longer than this fails the same way (Linux applies
+	 * the user timeout to zero-window probing too). At least 100. */
 	int dead_peer_timeout_ms;
 };
 

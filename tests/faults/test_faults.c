@@ -881,6 +881,56 @@ START_TEST(test_disconnect_stalled_peer)
 }
 END_TEST
 
+/* With dead_peer_timeout_ms, a peer that is alive but keeps its receive
+ * window shut longer than the timeout counts as dead too (Linux applies
+ * TCP_USER_TIMEOUT to zero-window probing): the connection fails with
+ * -ETIMEDOUT and everything is flushed. Without the option it would wait
+ * forever (test_peer_stops_reading). */
+START_TEST(test_zero_window_dead_peer)
+{
+	enum { N = 32 };
+	struct iw_conn_param cp = { .dead_peer_timeout_ms = 1000 };
+	struct iw_cm_channel *ch;
+	struct fx_ep e;
+	struct sockaddr_storage a;
+	int lfd = fx_raw_listen(&a);
+	uint8_t *buf = malloc(MIB);
+	struct iw_mr *mr;
+	struct fx_track t;
+
+	ck_assert_ptr_nonnull(buf);
+	memset(buf, 0x11, MIB);
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &ch), 0);
+	fx_ep_init(&e);
+	ck_assert_int_eq(iw_reg_mr(e.pd, buf, MIB, IW_ACCESS_LOCAL_WRITE, &mr), 0);
+	ck_assert_int_eq(iw_cm_create_id(ch, NULL, &e.id), 0);
+	ck_assert_int_eq(iw_cm_connect(e.id, e.qp, (struct sockaddr *)&a, &cp), 0);
+	int fd = fx_raw_accept_reply(lfd, 16, 16);
+	fx_ev_expect_ack(ch, IW_CM_EVENT_ESTABLISHED);
+	fx_track_init(&t, N);
+	uint64_t t0 = fx_now_ms();
+	for (int i = 0; i < N; i++)
+		fx_post_send(&e, IW_WR_RDMA_WRITE, buf, MIB, mr, 0x1000, 0x100, (uint64_t)i);
+	struct iw_cm_event *ev = fx_ev_expect(ch, IW_CM_EVENT_DISCONNECTED);
+	uint64_t dt = fx_now_ms() - t0;
+	ck_assert_int_eq(ev->status, -ETIMEDOUT);
+	iw_cm_ack_event(ev);
+	ck_assert_uint_ge(dt, 1000);
+	ck_assert_uint_le(dt, 6000);
+	ck_assert(fx_track_wait(&t, e.cq, FX_WAIT_MS));
+	ck_assert_uint_gt(t.errors, 0);
+	ck_assert_int_eq(iw_qp_state(e.qp), IW_QPS_ERROR);
+	close(fd);
+	close(lfd);
+	ck_assert_int_eq(iw_destroy_qp(e.qp), 0);
+	e.qp = NULL;
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	fx_ep_fini(&e);
+	free(buf);
+	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Half-open connection                                                */
 
@@ -989,6 +1039,8 @@ START_TEST(test_half_open)
 				ck_assert_int_eq(ev->type, IW_CM_EVENT_DISCONNECTED);
 				ck_assert_msg(ev->id == (k ? s.id : c.id), "the undetected pair failed");
 				ck_assert_int_lt(ev->status, 0);
+				fprintf(stderr, "half-open: %s DISCONNECTED %d (%s) after %llu ms\n", k ? "server" : "client",
+					ev->status, strerror(-ev->status), (unsigned long long)(fx_now_ms() - t0));
 				iw_cm_ack_event(ev);
 				disc++;
 			}
@@ -1046,6 +1098,7 @@ static Suite *faults_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_peer_stops_reading);
 	tcase_add_test(tc, test_disconnect_stalled_peer);
+	tcase_add_test(tc, test_zero_window_dead_peer);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("netns"); /* sets its own context up inside the namespace */
