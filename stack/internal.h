@@ -310,6 +310,10 @@ struct iw_transport_ops {
 	/* Close: graceful (FIN after queued bytes) or abortive (RST). */
 	void (*shutdown)(struct iw_transport *t, bool abortive);
 	void (*destroy)(struct iw_transport *t);
+	/* kick may run in the poster's thread from iw_post_send. False for
+	 * the pipe transport: it pumps both ends in one call, so an inline
+	 * kick would run the peer's receive path inside the post. */
+	bool kick_from_post;
 };
 
 struct iw_transport {

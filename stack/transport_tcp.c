@@ -436,6 +436,7 @@ static void op_destroy(struct iw_transport *bt)
 
 static const struct iw_transport_ops tcp_ops = {
 	.kick = op_kick,
+	.kick_from_post = true,
 	.shutdown = op_shutdown,
 	.destroy = op_destroy,
 };
