@@ -169,7 +169,7 @@ static struct iwd_gen_fpdu build(struct iwd_gen *g, int dir, const void *hdr, si
 	for (int i = 0; i < nw; i++)
 		append(g, dir, wiov[i].iov_base, wiov[i].iov_len);
 	pos.end = g->len[dir];
-	ck_assert_uint_eq(pos.end - pos.start, fp.wire_len);
+	ck_assert_uint_eq(pos.end - pos.start, fp.f.wire_len);
 	return pos;
 }
 
