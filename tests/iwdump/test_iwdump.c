@@ -189,7 +189,7 @@ START_TEST(test_quiet_json)
 	static const char *const json[] = {"--json", "--check", NULL};
 	struct iwd_gen *g = iwd_gen_clean("qj.pcap", &crc_on);
 	char *out;
-	int lines = 0, fpdus = 0;
+	int lines = 0, fpdus = 0, summaries = 0;
 
 	ck_assert_int_eq(run("qj.pcap", quiet, "qj_quiet.out", &out), 0);
 	for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
@@ -202,8 +202,16 @@ START_TEST(test_quiet_json)
 
 		ck_assert_msg(n >= 2 && l[0] == '{' && l[n - 1] == '}', "not a JSON object: %s", l);
 		fpdus += strncmp(l, "{\"type\":\"fpdu\"", 14) == 0;
+		if (!strncmp(l, "{\"type\":\"summary\"", 17)) {
+			summaries++;
+			ck_assert_ptr_nonnull(strstr(l, "\"sizes\":[{\"op\":\"WRITE\",\"size\":2600,\"count\":1},"
+							"{\"op\":\"READ_REQ\",\"size\":3500,\"count\":1},"));
+			ck_assert_ptr_nonnull(strstr(l, "\"reads\":{\"requested\":1,\"answered\":1,\"unanswered\":0,"
+							"\"unmatched_responses\":0}"));
+		}
 		lines++;
 	}
+	ck_assert_int_eq(summaries, 1);
 	ck_assert_int_eq(fpdus, (int)(g->fpdus[A] + g->fpdus[B]));
 	ck_assert_int_gt(lines, fpdus);
 	free(out);
@@ -440,6 +448,9 @@ START_TEST(test_ird_exceeded)
 	out = expect_violation(g, "v_ird.pcap", A, iwd_gen_frame_of(g, A, f.end - 1),
 			       "Read Request beyond IRD 1 (1 outstanding) (layer 0 etype 2 ecode 0x07)");
 	assert_line(out, "MPA conn 1 dir B>A frame 5: Reply rev 2 M=0 C=1 R=0 enhanced ird 1 ord 4 pd 17");
+	/* a Read Request's size is the size it asks for */
+	assert_line(out, "  A>B sizes (bytes x messages): READ_REQ 64x2");
+	assert_line(out, "  A>B reads: 2 requested, 0 answered, 2 unanswered");
 	free(out);
 	iwd_gen_free(g);
 }
@@ -643,6 +654,11 @@ START_TEST(test_tcp_gap)
 			 "(request not seen)");
 	assert_line(dec, "MSG conn 1 dir B>A: WRITE stag 0x00a10601 to 0x1000 2048 bytes");
 	assert_line(out, "TOTAL 1 connections, 0 violations, 1 warnings");
+	/* A's requests went into the gap: its reads line only counts B's
+	 * response as one to an unseen request; B's request stays unanswered
+	 * because A's direction is no longer decoded. */
+	assert_line(out, "  A>B reads: 0 requested, 0 answered, 0 unanswered, 1 responses to unseen requests");
+	assert_line(out, "  B>A reads: 1 requested, 0 answered, 1 unanswered");
 	free(dec);
 	free(out);
 	ck_assert_int_eq(run("tcp_gap.pcap", allow_args, "tcp_gap_allow.out", &out), 0);
