@@ -668,6 +668,38 @@ START_TEST(test_tcp_gap)
 }
 END_TEST
 
+/* Seen on real siw captures with a segment cut out: once the initiator's
+ * direction has a gap, its Read Responses are unseen, so the responder's
+ * further Read Requests must not count against the initiator's IRD. */
+START_TEST(test_gap_reads_unjudged)
+{
+	struct iwd_gen_opts o = crc_on;
+	struct iw_rdmap_read_req rr = {.sink_stag = 0x00a10201, .sink_to = 0x20000, .size = 100,
+				       .src_stag = 0x00b20301, .src_to = 0x7f0000300000ull};
+	struct iwd_gen *g;
+	char *out;
+
+	o.mode[A] = IWD_TCP_DROP;
+	g = iwd_gen_open("gap_reads.pcap", &o);
+	iwd_gen_msg(g, A, IW_OP_SEND, 4000, 0, 0, NULL, NULL);
+	iwd_gen_flight(g);
+	for (int i = 0; i < 20; i++) { /* A's IRD is 16 */
+		iwd_gen_msg(g, B, IW_OP_READ_REQ, 0, 0, 0, &rr, NULL);
+		iwd_gen_flight(g);
+		iwd_gen_msg(g, A, IW_OP_READ_RESP, 100, rr.sink_stag, rr.sink_to, NULL, NULL);
+		iwd_gen_flight(g);
+	}
+	iwd_gen_close(g);
+	ck_assert_uint_gt(g->gap_len, 0);
+	ck_assert_int_eq(run("gap_reads.pcap", check_args, "gap_reads.out", &out), 1);
+	ck_assert_int_eq(iwd_count_prefix(out, "VIOLATION"), 0);
+	assert_line(out, "  B>A reads: 20 requested, 0 answered, 20 unanswered");
+	assert_line(out, "TOTAL 1 connections, 0 violations, 1 warnings");
+	free(out);
+	iwd_gen_free(g);
+}
+END_TEST
+
 START_TEST(test_mid_connection)
 {
 	struct iwd_gen *g = iwd_gen_clean("mid_src.pcap", &crc_on);
@@ -756,6 +788,7 @@ static Suite *iwdump_suite(void)
 	suite_add_tcase(s, tv);
 	tcase_add_loop_test(tt, test_tcp_mangled, 0, 3);
 	tcase_add_test(tt, test_tcp_gap);
+	tcase_add_test(tt, test_gap_reads_unjudged);
 	tcase_add_test(tt, test_mid_connection);
 	tcase_add_test(tt, test_damaged_captures);
 	suite_add_tcase(s, tt);
