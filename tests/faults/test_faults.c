@@ -385,6 +385,18 @@ static size_t raw_send_fpdu(uint8_t *out, size_t cap, uint32_t msn, const void *
 	return (size_t)n;
 }
 
+/* A first SEND segment (not last) from a raw peer: a receive is then in
+ * progress. */
+static size_t raw_send_first_segment(uint8_t *out, size_t cap, const void *payload, size_t len)
+{
+	uint8_t hdr[18];
+	size_t hl = iwt_ddp_untagged(hdr, iw_rdmap_ctrl(IW_OP_SEND), 0, 0, 1, 0, false, 1);
+	ssize_t n = iwt_fpdu_ref_encode(0, true, false, hdr, hl, payload, len, out, cap);
+
+	ck_assert_int_gt(n, 0);
+	return (size_t)n;
+}
+
 /* The WRs of a faulted connection: receives first, then WRITEs, READs
  * and SENDs; ids are dense from 0. */
 struct load {
@@ -542,6 +554,78 @@ START_TEST(test_rst_mid_transfer)
 		ck_assert_int_eq(iw_cm_destroy_id(l), 0);
 	if (lfd >= 0)
 		close(lfd);
+	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
+}
+END_TEST
+
+/* A QP on a shared receive queue loses its stream while a message is
+ * being received: the SRQ entry taken for it completes once (FATAL_ERR),
+ * the SRQ's other entries are not the QP's and stay posted; another QP on
+ * the same SRQ uses them afterwards. */
+START_TEST(test_rst_srq)
+{
+	enum { NR = 8 };
+	struct iw_cm_channel *ch;
+	struct sockaddr_storage a;
+	struct iw_pd *pd;
+	struct iw_cq *cq;
+	struct iw_srq *srq;
+	struct iw_qp *qp;
+	struct iw_mr *mr;
+	struct iw_cm_id *id;
+	static uint8_t buf[NR * 4096], payload[100];
+	int lfd = fx_raw_listen(&a);
+	struct iw_srq_init_attr sa = { .max_wr = 64, .max_sge = 1 };
+
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &ch), 0);
+	ck_assert_int_eq(iw_alloc_pd(fx_ctx, &pd), 0);
+	ck_assert_int_eq(iw_create_cq(fx_ctx, 64, NULL, &cq), 0);
+	ck_assert_int_eq(iw_create_srq(pd, &sa, &srq), 0);
+	ck_assert_int_eq(iw_reg_mr(pd, buf, sizeof(buf), IW_ACCESS_LOCAL_WRITE, &mr), 0);
+	for (uint64_t i = 0; i < NR; i++) {
+		struct iw_sge s = { (uint64_t)(uintptr_t)buf + i * 4096, 4096, iw_mr_stag(mr) };
+		struct iw_recv_wr r = { .wr_id = i, .sg_list = &s, .num_sge = 1 }, *bad;
+		ck_assert_int_eq(iw_post_srq_recv(srq, &r, &bad), 0);
+	}
+	for (int round = 0; round < 2; round++) {
+		struct iw_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .srq = srq, .sq_sig_all = true };
+		ck_assert_int_eq(iw_create_qp(pd, &qa, &qp), 0);
+		ck_assert_int_eq(iw_cm_create_id(ch, NULL, &id), 0);
+		ck_assert_int_eq(iw_cm_connect(id, qp, (struct sockaddr *)&a, NULL), 0);
+		int fd = fx_raw_accept_reply(lfd, 16, 16);
+		fx_ev_expect_ack(ch, IW_CM_EVENT_ESTABLISHED);
+		uint8_t f[256];
+		size_t fl = round == 0 ? raw_send_first_segment(f, sizeof(f), payload, sizeof(payload))
+				       : raw_send_fpdu(f, sizeof(f), 1, payload, sizeof(payload));
+		ck_assert_int_eq(send(fd, f, fl, 0), (ssize_t)fl);
+		fx_pump(50);
+		fx_raw_rst(fd);
+		struct iw_cm_event *ev = fx_ev_expect(ch, IW_CM_EVENT_DISCONNECTED);
+		iw_cm_ack_event(ev);
+		struct iw_wc wc[NR + 1];
+		int n = 0;
+		uint64_t end = fx_now_ms() + 500;
+		while (fx_now_ms() < end) {
+			fx_pump(5);
+			int k = iw_poll_cq(cq, NR + 1 - n, wc + n);
+			ck_assert_int_ge(k, 0);
+			n += k;
+		}
+		/* Exactly one completion: the entry the message took. */
+		ck_assert_int_eq(n, 1);
+		ck_assert_uint_eq(wc[0].wr_id, (uint64_t)round);
+		ck_assert_int_eq(wc[0].opcode, IW_WC_RECV);
+		ck_assert_int_eq(wc[0].status, round == 0 ? IW_WC_FATAL_ERR : IW_WC_SUCCESS);
+		ck_assert_int_eq(iw_destroy_qp(qp), 0);
+		ck_assert_int_eq(iw_cm_destroy_id(id), 0);
+	}
+	/* Six entries are still posted: destroying the SRQ releases them. */
+	ck_assert_int_eq(iw_dereg_mr(mr), -EBUSY);
+	ck_assert_int_eq(iw_destroy_srq(srq), 0);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	ck_assert_int_eq(iw_destroy_cq(cq), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	close(lfd);
 	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
 }
 END_TEST
@@ -1092,6 +1176,7 @@ static Suite *faults_suite(void)
 	tcase_add_checked_fixture(tc, fx_setup, fx_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_rst_mid_transfer, 0, 3);
+	tcase_add_test(tc, test_rst_srq);
 	tcase_add_loop_test(tc, test_peer_killed, 0, 2);
 	suite_add_tcase(s, tc);
 
