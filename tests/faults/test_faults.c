@@ -70,6 +70,39 @@ START_TEST(test_connect_closed_port)
 }
 END_TEST
 
+/* The new parameters are range-checked. */
+START_TEST(test_param_ranges)
+{
+	struct iw_cm_channel *ch;
+	struct fx_ep e;
+	struct sockaddr_storage a;
+	static const int bad_dead[] = { -1, 1, 99 };
+
+	fx_closed_port(&a);
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &ch), 0);
+	fx_ep_init(&e);
+	ck_assert_int_eq(iw_cm_create_id(ch, NULL, &e.id), 0);
+	for (size_t i = 0; i < sizeof(bad_dead) / sizeof(bad_dead[0]); i++) {
+		struct iw_conn_param p = { .dead_peer_timeout_ms = bad_dead[i] };
+		ck_assert_int_eq(iw_cm_connect(e.id, e.qp, (struct sockaddr *)&a, &p), -EINVAL);
+	}
+	struct iw_conn_param ok = { .dead_peer_timeout_ms = 100, .max_ulpdu_rx = 65535 };
+	ck_assert_int_eq(iw_cm_connect(e.id, e.qp, (struct sockaddr *)&a, &ok), 0);
+	fx_ev_expect_ack(ch, IW_CM_EVENT_CONNECT_ERROR);
+	fx_ep_fini(&e);
+
+	/* Backlogs <= 0 (the default) and huge ones (clamped to 4096) are
+	 * accepted; a 1 ms Request timeout too. */
+	struct iw_listen_param lp = { .backlog = 1 << 30, .request_timeout_ms = 1 };
+	struct iw_cm_id *l = fx_listen(ch, &lp, &a);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	lp.backlog = -5;
+	l = fx_listen(ch, &lp, &a);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
+}
+END_TEST
+
 /* Server side: a connection that sends no (or half an) MPA Request is
  * reset after the listener's request timeout; the application never
  * hears of it. A Request that makes it in time is unaffected. */
@@ -1165,6 +1198,7 @@ static Suite *faults_suite(void)
 	tcase_add_checked_fixture(tc, fx_setup, fx_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_connect_closed_port);
+	tcase_add_test(tc, test_param_ranges);
 	tcase_add_test(tc, test_request_timeout);
 	tcase_add_test(tc, test_reply_timeout);
 	tcase_add_test(tc, test_listener_flood);
