@@ -22,6 +22,7 @@ static void usage(FILE *f)
 	fputs(
 "Usage: pcapmut [--conn N] --dir A>B|B>A [--op OP] [--nth K]\n"
 "               --mutate KIND [--value V] IN.pcap OUT.pcap\n"
+"       pcapmut --list IN.pcap   (the FPDUs it can select, one per line)\n"
 "\n"
 "Selects one FPDU: connection N as iwdump numbers them (default: the first\n"
 "MPA connection), direction A>B (initiator's) or B>A, and the K-th FPDU\n"
@@ -67,6 +68,7 @@ struct sel {
 	struct pcw_dir *d;
 	struct pcw_fpdu *f;
 	size_t fi;
+	size_t at_pkt; /* packet index where the damage shows */
 };
 
 static uint8_t lget(const struct sel *s, uint32_t i)
@@ -123,13 +125,13 @@ static void shorten(struct pcw_pkt *p, size_t keep)
 
 static int truncate_stream(struct sel *s, uint32_t keep, char *msg, size_t msglen)
 {
-	struct pcw_dir *d = s->d, *od = &s->c->d[!s->dir];
+	struct pcw_dir *d = s->d;
 	uint64_t x = s->f->start + keep;
 	uint32_t cut = d->owner[x - 1], fin_seq = d->base + (uint32_t)x, clamped = 0, dropped = 0;
 	struct pcw_pkt *cp = &s->cap.pkts[cut];
 	bool ip_ok, tcp_ok;
 
-	(void)od;
+	s->at_pkt = cut;
 	for (size_t i = 0; i < s->cap.npkts; i++) {
 		struct pcw_pkt *p = &s->cap.pkts[i];
 		int64_t a;
@@ -165,6 +167,17 @@ static int truncate_stream(struct sel *s, uint32_t keep, char *msg, size_t msgle
 		 "this direction removed, %u peer ACKs clamped)",
 		 keep, s->f->wire_len, (size_t)cut + 1, dropped, clamped);
 	return 0;
+}
+
+/* Frame number of packet idx in the written capture (dropped packets do
+ * not count). */
+static size_t out_frame(const struct pcw_cap *cap, size_t idx)
+{
+	size_t n = 1;
+
+	for (size_t i = 0; i < idx; i++)
+		n += !cap->pkts[i].drop;
+	return n;
 }
 
 static int find(struct sel *s, int conn, const char *dir, int op, unsigned nth, char *err, size_t errlen)
@@ -223,10 +236,9 @@ static int mutate(struct sel *s, enum mut m, bool have_v, long long v, char *msg
 	bool crc = s->c->crc;
 	uint32_t old;
 
+	s->at_pkt = f->last_pkt;
 	switch (m) {
 	case M_FLIP:
-		if (!v && !have_v)
-			v = 0;
 		if (v < 0 || (uint64_t)v >= payload) {
 			snprintf(err, errlen, "payload byte %lld is outside the %u-byte payload", v, payload);
 			return -1;
@@ -319,6 +331,17 @@ static int mutate(struct sel *s, enum mut m, bool have_v, long long v, char *msg
 			lset(s, 8 + i, to[i]);
 		snprintf(msg, msglen, "Read Request -> RDMA Write stag 0x%08x of %u bytes", stag,
 			 f->ulpdu_len - IW_DDP_TAGGED_HDR_LEN);
+		/* The damage shows at the first Read Response completed after it. */
+		{
+			const struct pcw_dir *od = &s->c->d[!s->dir];
+
+			for (size_t i = 0; i < od->nfpdus; i++) {
+				if (od->fpdus[i].opcode == IW_OP_READ_RESP && od->fpdus[i].last_pkt >= f->last_pkt) {
+					s->at_pkt = od->fpdus[i].last_pkt;
+					break;
+				}
+			}
+		}
 		break;
 	}
 	case M_MARKER: {
@@ -351,9 +374,44 @@ static int mutate(struct sel *s, enum mut m, bool have_v, long long v, char *msg
 	{
 		size_t n = strlen(msg);
 
-		snprintf(msg + n, msglen - n, "%s; %zu packets rewritten", crc ? ", CRC recomputed" : "",
+		snprintf(msg + n, msglen - n, "%s; %zu packets carrying it rewritten", crc ? ", CRC recomputed" : "",
 			 pcw_store(&s->cap, s->ci, s->dir, f->start, f->end));
 	}
+	return 0;
+}
+
+static int list(const char *path)
+{
+	struct pcw_cap cap;
+	char err[512];
+
+	if (pcw_load(path, &cap, err, sizeof(err)) < 0) {
+		fprintf(stderr, "pcapmut: %s\n", err);
+		pcw_free(&cap);
+		return 1;
+	}
+	for (size_t ci = 0; ci < cap.nconns; ci++) {
+		const struct pcw_conn *c = &cap.conns[ci];
+
+		printf("conn %zu: %s, crc %s, markers A>B %s B>A %s\n", ci + 1,
+		       c->mpa ? "MPA" : c->rejected ? "rejected" : "not decoded", c->crc ? "on" : "off",
+		       c->d[0].markers ? "on" : "off", c->d[1].markers ? "on" : "off");
+		for (int d = 0; d < 2 && c->mpa; d++) {
+			for (size_t i = 0; i < c->d[d].nfpdus; i++) {
+				const struct pcw_fpdu *f = &c->d[d].fpdus[i];
+
+				printf("  %s %zu %s frames %u..%u bytes %" PRIu64 "..%" PRIu64
+				       " ulpdu %u first-segment %u%s%s\n",
+				       d ? "B>A" : "A>B", i + 1, pcw_op_name(f->opcode), f->first_pkt + 1,
+				       f->last_pkt + 1, f->start, f->end, f->ulpdu_len, f->first_seg_bytes,
+				       c->crc ? (f->crc_ok ? " crc ok" : " crc BAD") : "",
+				       f->shares_mpa_segment ? " (shares the MPA frame's segment)" : "");
+			}
+			if (c->d[d].walk_stopped)
+				printf("  %s: walk stopped at a bad or partial FPDU\n", d ? "B>A" : "A>B");
+		}
+	}
+	pcw_free(&cap);
 	return 0;
 }
 
@@ -374,6 +432,8 @@ int main(int argc, char **argv)
 	struct sel s;
 	char *end;
 
+	if (argc == 3 && !strcmp(argv[1], "--list"))
+		return list(argv[2]);
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -433,6 +493,10 @@ int main(int argc, char **argv)
 	printf("pcapmut: conn %d dir %s FPDU %zu (%s, frame %u, stream bytes %" PRIu64 "..%" PRIu64 "): %s: %s\n",
 	       s.ci + 1, s.dir ? "B>A" : "A>B", s.fi + 1, pcw_op_name(s.f->opcode), s.f->last_pkt + 1, s.f->start,
 	       s.f->end, mut_names[mut], msg);
+	/* Where the damage shows in the new capture: the frame that completes
+	 * the FPDU, or for a truncation the frame that now ends the stream. */
+	printf("pcapmut: frame %zu\n",
+	       out_frame(&s.cap, s.at_pkt));
 	pcw_free(&s.cap);
 	return 0;
 bad:
