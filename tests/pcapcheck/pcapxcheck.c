@@ -313,8 +313,8 @@ static const char *const why_text[W_COUNT] = {
 	"",
 	"FPDU in the TCP segment that ends the MPA Request/Reply (tshark skips that segment's FPDUs)",
 	"FPDU with fewer than 8 bytes in its first TCP segment, or after one (tshark 4.0 loses the stream)",
-	"markers on and the FPDU not alone in exactly one TCP segment, or after one (tshark 4.0 places "
-	"markers per segment, assuming one FPDU per segment)",
+	("markers on and the FPDU not alone in exactly one TCP segment, or after one (tshark 4.0 places "
+	 "markers per segment, assuming one FPDU per segment)"),
 };
 
 /* Does the FPDU fill exactly one segment (alone)? */
