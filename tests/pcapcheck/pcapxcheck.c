@@ -136,7 +136,7 @@ static int load_iwdump(const char *path, const struct pcw_cap *cap, struct recs 
 	int rc = 0;
 
 	if (!f) {
-		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "open %.400s: %s", path, strerror(errno));
 		return -1;
 	}
 	while (getline(&line, &lcap, f) > 0 && !rc) {
@@ -249,7 +249,7 @@ static int load_pdml(const char *path, const struct pcw_cap *cap, struct recs *v
 	struct rec *cur = NULL;
 
 	if (!f) {
-		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "open %.400s: %s", path, strerror(errno));
 		return -1;
 	}
 	while (getline(&line, &lcap, f) > 0) {
