@@ -25,7 +25,7 @@ static void usage(FILE *f)
 "       pcapmut --list IN.pcap   (the FPDUs it can select, one per line)\n"
 "\n"
 "Selects one FPDU: connection N as iwdump numbers them (default: the first\n"
-"MPA connection), direction A>B (initiator's) or B>A, and the K-th FPDU\n"
+"MPA connection that has the FPDU asked for), direction A>B (initiator's) or B>A, and the K-th FPDU\n"
 "(default 1) of that direction, counting only opcode OP if given (WRITE,\n"
 "READ_REQ, READ_RESP, SEND, SEND_INV, SEND_SE, SEND_SE_INV, TERMINATE).\n"
 "\n"
@@ -191,10 +191,27 @@ static int find(struct sel *s, int conn, const char *dir, int op, unsigned nth, 
 		}
 		s->ci = conn - 1;
 	} else {
+		/* The first MPA connection with such an FPDU, else the first
+		 * MPA connection (the search below then says what is missing). */
+		int first = -1, d = strcmp(dir, "B>A") && strcmp(dir, "b2a") ? 0 : 1;
+
 		s->ci = -1;
-		for (size_t i = 0; i < s->cap.nconns && s->ci < 0; i++)
-			if (s->cap.conns[i].mpa)
+		for (size_t i = 0; i < s->cap.nconns && s->ci < 0; i++) {
+			const struct pcw_conn *c = &s->cap.conns[i];
+
+			if (!c->mpa)
+				continue;
+			if (first < 0)
+				first = (int)i;
+			seen = 0;
+			for (size_t k = 0; k < c->d[d].nfpdus && seen < nth; k++)
+				seen += op < 0 || c->d[d].fpdus[k].opcode == op;
+			if (seen == nth)
 				s->ci = (int)i;
+		}
+		if (s->ci < 0)
+			s->ci = first;
+		seen = 0;
 		if (s->ci < 0) {
 			snprintf(err, errlen, "no MPA connection in the capture");
 			return -1;
@@ -301,6 +318,8 @@ static int mutate(struct sel *s, enum mut m, bool have_v, long long v, char *msg
 		}
 		lset(s, 0, (uint8_t)(v >> 8));
 		lset(s, 1, (uint8_t)v);
+		/* Judged once the control bytes that set the minimum arrived. */
+		s->at_pkt = pcw_delivered_pkt(s->d, pcw_logical_off(s->d, f->start, 3));
 		snprintf(msg, msglen, "ULPDU_LENGTH %u -> %lld", f->ulpdu_len, v);
 		crc = false;
 		break;
@@ -361,6 +380,7 @@ static int mutate(struct sel *s, enum mut m, bool have_v, long long v, char *msg
 			return -1;
 		}
 		old = iw_get_be16(s->d->buf + o + 2);
+		s->at_pkt = pcw_delivered_pkt(s->d, o + IW_MPA_MARKER_LEN - 1);
 		iw_put_be16(s->d->buf + o + 2, (uint16_t)(old + (uint32_t)v));
 		snprintf(msg, msglen, "marker at FPDU byte %" PRIu64 ": FPDUPTR %u -> %u", o - f->start, old,
 			 (uint16_t)(old + (uint32_t)v));

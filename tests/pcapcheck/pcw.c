@@ -411,6 +411,16 @@ void pcw_free(struct pcw_cap *cap)
 	memset(cap, 0, sizeof(*cap));
 }
 
+uint32_t pcw_delivered_pkt(const struct pcw_dir *d, uint64_t off)
+{
+	uint32_t m = 0;
+
+	for (uint64_t i = 0; i <= off && i < d->contig; i++)
+		if (d->owner[i] > m)
+			m = d->owner[i];
+	return m;
+}
+
 size_t pcw_store(struct pcw_cap *cap, int ci, int dir, uint64_t from, uint64_t to)
 {
 	const struct pcw_dir *d = &cap->conns[ci].d[dir];

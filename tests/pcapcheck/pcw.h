@@ -95,6 +95,10 @@ void pcw_free(struct pcw_cap *cap);
  * (markers skipped). */
 uint64_t pcw_logical_off(const struct pcw_dir *d, uint64_t start, uint32_t i);
 
+/* Packet whose arrival completed stream bytes [0, off] of d in order (the
+ * frame where a decoder can first see byte off). */
+uint32_t pcw_delivered_pkt(const struct pcw_dir *d, uint64_t off);
+
 /* Write stream bytes [from, to) of direction dir of conn back into every
  * packet that carries any of them. Returns the number of packets changed. */
 size_t pcw_store(struct pcw_cap *cap, int conn, int dir, uint64_t from, uint64_t to);
