@@ -20,16 +20,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "mpa/mpa_wire.h"
 #include "pcw.h"
 
-#define TSHARK_MIN_HEAD 8 /* tshark 4.0 loses an FPDU with fewer bytes in its first segment */
+#define TSHARK_MIN_HEAD 8 /* fewer bytes of an FPDU at a segment start lose tshark 4.0 the stream */
 
 static void usage(FILE *f)
 {
-	fputs("Usage: pcapxcheck --iwdump PATH [--tshark PATH] --outdir DIR [--min-fpdus N] FILE.pcap...\n"
+	fputs("Usage: pcapxcheck --iwdump PATH [--tshark PATH] --outdir DIR [--min-fpdus N]\n"
+	      "                  [--expect-excluded N] FILE.pcap...\n"
 	      "Compares iwdump --json with tshark -T pdml, FPDU by FPDU. Outputs (iwdump JSON,\n"
 	      "tshark PDML and stderr) are kept in DIR. Every file must have at least N\n"
-	      "(default 1) FPDUs compared.\n",
+	      "(default 1) FPDUs compared and, with --expect-excluded, exactly N excluded.\n",
 	      f);
 }
 
@@ -301,61 +303,85 @@ static int load_pdml(const char *path, const struct pcw_cap *cap, struct recs *v
 
 /* ---- exclusions -------------------------------------------------------- */
 
+/* Found by feeding tshark 4.0.17 the layouts gen_quirks builds (see the
+ * test pcapcheck_tshark_quirks and README.md). */
 enum why {
 	W_NONE,
-	W_MPA_SEGMENT, /* shares the segment that carried the end of the MPA Request/Reply */
-	W_SHORT_HEAD,  /* fewer than 8 of its bytes in its first segment (or after such an FPDU) */
-	W_MARKERS,     /* markers on and the FPDU is not alone in exactly one segment */
+	W_MPA_SEGMENT, /* ends in the segment that carried the end of the MPA Request/Reply */
+	W_SHORT_HEAD,  /* starts a segment holding fewer than 8 of its bytes (or comes after one) */
+	W_MARKERS,     /* markers: shares a segment that holds a marker, or ends where one is due (or after one) */
 	W_COUNT,
 };
 
 static const char *const why_text[W_COUNT] = {
 	"",
-	"FPDU in the TCP segment that ends the MPA Request/Reply (tshark skips that segment's FPDUs)",
-	"FPDU with fewer than 8 bytes in its first TCP segment, or after one (tshark 4.0 loses the stream)",
-	("markers on and the FPDU not alone in exactly one TCP segment, or after one (tshark 4.0 places "
-	 "markers per segment, assuming one FPDU per segment)"),
+	"FPDU ending in the TCP segment that ends the MPA Request/Reply (tshark skips it)",
+	("FPDU starting a TCP segment that holds fewer than 8 of its bytes, and the rest of the direction "
+	 "(tshark 4.0 loses the stream there)"),
+	("markers on: FPDU sharing a TCP segment that holds a marker, or ending where a marker is due, and "
+	 "the rest of the direction (tshark 4.0 counts markers per segment; it loses the stream there)"),
 };
 
-/* Does the FPDU fill exactly one segment (alone)? */
-static bool alone(const struct pcw_cap *cap, const struct pcw_dir *d, const struct pcw_fpdu *f)
+static uint64_t seg_off(const struct pcw_dir *d, const struct pcw_pkt *p)
+{
+	return (uint64_t)(int32_t)(p->seq - d->base);
+}
+
+/* Does a marker position fall inside packet p's bytes? */
+static bool seg_has_marker(const struct pcw_dir *d, const struct pcw_pkt *p)
+{
+	uint64_t a = seg_off(d, p), b = a + p->pay_len, first;
+
+	if (b <= d->frame_len)
+		return false;
+	if (a <= d->frame_len)
+		return true;
+	first = d->frame_len + ((a - d->frame_len + IW_MPA_MARKER_INTERVAL - 1) / IW_MPA_MARKER_INTERVAL) *
+				      IW_MPA_MARKER_INTERVAL;
+	return first < b;
+}
+
+/* Can tshark place the markers of f? Yes when f is alone in exactly one
+ * segment, or when no segment carrying its bytes holds a marker; never
+ * when it ends where a marker is due. */
+static bool markers_ok(const struct pcw_cap *cap, const struct pcw_dir *d, const struct pcw_fpdu *f)
 {
 	const struct pcw_pkt *p = &cap->pkts[f->first_pkt];
+	uint32_t last = UINT32_MAX;
 
-	return f->first_pkt == f->last_pkt && (uint64_t)(int32_t)(p->seq - d->base) == f->start &&
-	       p->pay_len == f->wire_len;
+	if (((f->end - d->frame_len) % IW_MPA_MARKER_INTERVAL) == 0)
+		return false;
+	if (f->first_pkt == f->last_pkt && seg_off(d, p) == f->start && p->pay_len == f->wire_len)
+		return true;
+	for (uint64_t o = f->start; o < f->end; o++) {
+		if (d->owner[o] == last)
+			continue;
+		last = d->owner[o];
+		if (seg_has_marker(d, &cap->pkts[last]))
+			return false;
+	}
+	return true;
 }
 
 /* Reasons for each FPDU of a direction (why[i]). */
 static void exclusions(const struct pcw_cap *cap, const struct pcw_dir *d, enum why *why)
 {
-	bool lost = false, mk_bad = false;
+	uint32_t mpa_pkt = d->frame_len ? d->owner[d->frame_len - 1] : UINT32_MAX;
+	enum why lost = W_NONE;
 
 	for (size_t i = 0; i < d->nfpdus; i++) {
 		const struct pcw_fpdu *f = &d->fpdus[i];
+		const struct pcw_pkt *p = &cap->pkts[f->first_pkt];
 
-		why[i] = W_NONE;
-		if (f->shares_mpa_segment) {
+		why[i] = lost;
+		if (lost != W_NONE)
+			continue;
+		if (f->last_pkt == mpa_pkt)
 			why[i] = W_MPA_SEGMENT;
-			/* Its tail in later segments is read from mid-FPDU. */
-			if (f->first_pkt != f->last_pkt)
-				lost = true;
-			continue;
-		}
-		if (lost || (!d->markers && f->first_seg_bytes < TSHARK_MIN_HEAD)) {
-			why[i] = W_SHORT_HEAD;
-			lost = true;
-			continue;
-		}
-		if (d->markers) {
-			/* After a segment tshark misread, its next one is
-			 * misread too (seen: the leftover is prepended). */
-			bool ok = alone(cap, d, f);
-
-			if (!ok || mk_bad)
-				why[i] = W_MARKERS;
-			mk_bad = !ok;
-		}
+		else if (seg_off(d, p) == f->start && f->first_seg_bytes < TSHARK_MIN_HEAD)
+			why[i] = lost = W_SHORT_HEAD;
+		else if (d->markers && !markers_ok(cap, d, f))
+			why[i] = lost = W_MARKERS;
 	}
 }
 
@@ -518,7 +544,8 @@ out:
 	free(b);
 }
 
-static int check_file(const char *file, const char *iwdump, const char *tshark, const char *outdir, size_t min_fpdus)
+static int check_file(const char *file, const char *iwdump, const char *tshark, const char *outdir, size_t min_fpdus,
+		      long expect_excluded)
 {
 	const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
 	char jpath[1024], ppath[1024], epath[1040], cfg[1024], err[512];
@@ -590,6 +617,8 @@ static int check_file(const char *file, const char *iwdump, const char *tshark, 
 			printf("  excluded %zu: %s\n", t.excluded[w], why_text[w]);
 	if (total < min_fpdus)
 		fail(&t, base, "only %zu FPDUs compared, at least %zu required", total, min_fpdus);
+	if (expect_excluded >= 0 && excl != (size_t)expect_excluded)
+		fail(&t, base, "%zu FPDUs excluded, expected %ld", excl, expect_excluded);
 	rc = t.failures ? 1 : 0;
 out:
 	free(iw.r);
@@ -603,10 +632,12 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"iwdump", required_argument, NULL, 'i'}, {"tshark", required_argument, NULL, 't'},
 		{"outdir", required_argument, NULL, 'o'}, {"min-fpdus", required_argument, NULL, 'm'},
+		{"expect-excluded", required_argument, NULL, 'e'},
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	const char *iwdump = NULL, *tshark = "tshark", *outdir = NULL;
 	size_t min_fpdus = 1;
+	long expect_excluded = -1;
 	int ch, failed = 0;
 
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -623,6 +654,9 @@ int main(int argc, char **argv)
 		case 'm':
 			min_fpdus = strtoul(optarg, NULL, 10);
 			break;
+		case 'e':
+			expect_excluded = strtol(optarg, NULL, 10);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -636,7 +670,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (int i = optind; i < argc; i++)
-		failed += check_file(argv[i], iwdump, tshark, outdir, min_fpdus) != 0;
+		failed += check_file(argv[i], iwdump, tshark, outdir, min_fpdus, expect_excluded) != 0;
 	printf("pcapxcheck: %d files, %d failed\n", argc - optind, failed);
 	return failed ? 1 : 0;
 }
