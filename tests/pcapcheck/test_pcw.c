@@ -91,16 +91,21 @@ static void fpdus(struct built *b)
 }
 
 /* Write the session, cutting each direction into random segment sizes. */
+/* Options of write_pcap. */
+static bool use_ipv6;
+static int resend_seg = -1; /* this segment of B's FPDU bytes is sent twice */
+
 static void write_pcap(const struct built *b, const char *file, size_t max_seg)
 {
 	static struct iwt_pcap pc;
 	struct iwt_endpoint a, z;
 	struct iwt_tcp tcp;
 	size_t off;
+	int nseg = 0;
 
 	ck_assert_int_eq(iwt_pcap_open(&pc, file), 0);
-	ck_assert_int_eq(iwt_endpoint_set(&a, "02:00:00:00:00:01", "10.0.0.1", 40001), 0);
-	ck_assert_int_eq(iwt_endpoint_set(&z, "02:00:00:00:00:02", "10.0.0.2", 7174), 0);
+	ck_assert_int_eq(iwt_endpoint_set(&a, "02:00:00:00:00:01", use_ipv6 ? "fd00::1" : "10.0.0.1", 40001), 0);
+	ck_assert_int_eq(iwt_endpoint_set(&z, "02:00:00:00:00:02", use_ipv6 ? "fd00::2" : "10.0.0.2", 7174), 0);
 	iwt_tcp_init(&tcp, &pc, &a, &z, 1000, 0xFFFFF000u); /* B's sequence numbers wrap */
 	ck_assert_int_eq(iwt_tcp_handshake(&tcp), 0);
 	ck_assert_int_eq(iwt_tcp_send(&tcp, IWT_TCP_A, b->stream[0], b->len[0], 1460), 0);
@@ -110,6 +115,13 @@ static void write_pcap(const struct built *b, const char *file, size_t max_seg)
 
 		if (n > b->len[1] - off)
 			n = b->len[1] - off;
+		if (nseg++ == resend_seg) {
+			/* A retransmission: the same bytes at the same sequence number. */
+			uint32_t seq = tcp.snd_nxt[IWT_TCP_B];
+
+			ck_assert_int_eq(iwt_tcp_send(&tcp, IWT_TCP_B, b->stream[1] + off, n, n), 0);
+			tcp.snd_nxt[IWT_TCP_B] = seq;
+		}
 		ck_assert_int_eq(iwt_tcp_send(&tcp, IWT_TCP_B, b->stream[1] + off, n, n), 0);
 		off += n;
 	}
@@ -124,6 +136,8 @@ START_TEST(test_walk_matches_built)
 	char file[1024], err[256];
 
 	rng = iwt_seed() + 1000 + (uint64_t)_i;
+	use_ipv6 = _i == 2;
+	resend_seg = -1;
 	memset(&b, 0, sizeof(b));
 	handshake(&b);
 	fpdus(&b);
@@ -146,6 +160,61 @@ START_TEST(test_walk_matches_built)
 		/* Logical byte 14.. is the MSN whatever markers sit in between. */
 		ck_assert_uint_eq(f->hdr[15], (uint8_t)(i + 1));
 	}
+	pcw_free(&cap);
+}
+END_TEST
+
+/* Bytes carried twice (a retransmission) are rewritten in both copies,
+ * and the TCP checksums stay valid. */
+START_TEST(test_store_retransmitted)
+{
+	static struct built b;
+	struct pcw_cap cap;
+	char file[1024], err[256];
+	struct pcw_dir *d;
+	size_t n, copies = 0;
+	uint64_t at = UINT64_MAX;
+
+	rng = iwt_seed() + 5;
+	use_ipv6 = _i == 1;
+	resend_seg = 6;
+	memset(&b, 0, sizeof(b));
+	handshake(&b);
+	fpdus(&b);
+	path(file, sizeof(file), "pcw_resend.pcap");
+	write_pcap(&b, file, 300);
+	resend_seg = -1;
+	ck_assert_msg(pcw_load(file, &cap, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(cap.conns[0].d[1].nfpdus, NFPDU);
+	d = &cap.conns[0].d[1];
+	/* A byte of the resent segment: the 7th data segment of B after the Reply. */
+	for (size_t i = 0, seen = 0; i < cap.npkts; i++) {
+		const struct pcw_pkt *p = &cap.pkts[i];
+
+		if (p->conn == 0 && p->dir == 1 && p->pay_len && (uint64_t)(int32_t)(p->seq - d->base) >= d->frame_len &&
+		    seen++ == 6) {
+			at = (uint64_t)(int32_t)(p->seq - d->base);
+			break;
+		}
+	}
+	ck_assert_uint_lt(at, d->len);
+	d->buf[at] ^= 0x5A;
+	n = pcw_store(&cap, 0, 1, at, at + 1);
+	ck_assert_uint_eq(n, 2);
+	for (size_t i = 0; i < cap.npkts; i++) {
+		const struct pcw_pkt *p = &cap.pkts[i];
+		uint64_t a = (uint64_t)(int32_t)(p->seq - d->base);
+		bool ip_ok, tcp_ok;
+
+		if (p->conn != 0 || p->dir != 1 || !p->pay_len || at < a || at >= a + p->pay_len)
+			continue;
+		copies++;
+		ck_assert_uint_eq(p->data[p->pay_off + (at - a)], d->buf[at]);
+		pcw_csum_state(p, &ip_ok, &tcp_ok);
+		ck_assert(tcp_ok);
+		ck_assert(ip_ok || use_ipv6);
+	}
+	ck_assert_uint_eq(copies, 2);
 	pcw_free(&cap);
 }
 END_TEST
@@ -225,6 +294,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_walk_matches_built, 0, 3);
+	tcase_add_loop_test(tc, test_store_retransmitted, 0, 2);
 	tcase_add_test(tc, test_damaged_captures);
 	suite_add_tcase(s, tc);
 	return s;
