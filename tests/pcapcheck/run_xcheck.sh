@@ -33,4 +33,11 @@ for f in "$TRACES"/*.pcap; do
 done
 echo "traces: ${#traces[@]} captures"
 [ "${#traces[@]}" -ge 5 ] || { echo "FAIL: expected at least 5 trace captures"; exit 1; }
-timeout -k 10 900 "$XCHECK" --iwdump "$IWDUMP" --outdir "$OUT" --min-fpdus 10 "${real[@]}" "${traces[@]}"
+rc=0
+# Real captures: every one must compare at least one FPDU (rdma_server /
+# rdma_client has only two); the traces are all larger.
+if [ "${#real[@]}" -gt 0 ]; then
+	timeout -k 10 900 "$XCHECK" --iwdump "$IWDUMP" --outdir "$OUT" --min-fpdus 1 "${real[@]}" || rc=1
+fi
+timeout -k 10 300 "$XCHECK" --iwdump "$IWDUMP" --outdir "$OUT" --min-fpdus 10 "${traces[@]}" || rc=1
+exit $rc
