@@ -4,7 +4,8 @@
  * random byte damage, random truncation of the file and random
  * resegmentation: the loader must never crash or read out of bounds
  * (run it under ASan), and every FPDU it reports must lie inside the
- * reassembled stream. Argument: a scratch directory. */
+ * reassembled stream; every mutation is applied to random FPDUs of the
+ * damaged captures as well. Argument: a scratch directory. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "mpa/mpa_tx.h"
 #include "mpa/mpa_wire.h"
 #include "iw_bytes.h"
+#include "mut.h"
 #include "pcw.h"
 
 static const char *outdir = ".";
@@ -219,6 +221,32 @@ START_TEST(test_store_retransmitted)
 }
 END_TEST
 
+/* Every mutation on a random FPDU of a (damaged) capture, each on a fresh
+ * load, the result written: no crash, no out-of-bounds access. */
+static int applied;
+
+static void mutate_all(const char *file)
+{
+	char out[1024], err[256], msg[512];
+
+	path(out, sizeof(out), "pcw_mut.pcap");
+	for (int m = 0; m < M_COUNT; m++) {
+		struct sel s;
+		int op = rnd(4) ? -1 : (int)rnd(16);
+		bool have_v = rnd(2);
+		long long v = (long long)rnd(70000) - 10;
+
+		memset(&s, 0, sizeof(s));
+		if (pcw_load(file, &s.cap, err, sizeof(err)) == 0 &&
+		    mut_find(&s, 0, rnd(8) ? "B>A" : "A>B", op, 1 + rnd(NFPDU + 2), err, sizeof(err)) == 0 &&
+		    mut_apply(&s, (enum mut)m, have_v, v, msg, sizeof(msg), err, sizeof(err)) == 0) {
+			ck_assert_int_eq(pcw_write(&s.cap, out, err, sizeof(err)), 0);
+			applied++;
+		}
+		pcw_free(&s.cap);
+	}
+}
+
 /* Damage: flip random bytes anywhere in the file, or cut it short. */
 START_TEST(test_damaged_captures)
 {
@@ -265,6 +293,8 @@ START_TEST(test_damaged_captures)
 		ck_assert_uint_eq(fwrite(copy, 1, (size_t)len, f), (size_t)len);
 		fclose(f);
 		free(copy);
+		if (round % 3 == 0)
+			mutate_all(bad);
 		if (pcw_load(bad, &cap, err, sizeof(err)) == 0) {
 			loaded++;
 			for (size_t ci = 0; ci < cap.nconns; ci++) {
@@ -281,8 +311,10 @@ START_TEST(test_damaged_captures)
 		}
 		pcw_free(&cap);
 	}
-	/* Most damage leaves a readable file: the walk ran on it. */
+	/* Most damage leaves a readable file: the walk ran on it, and many
+	 * mutations applied. */
 	ck_assert_int_gt(loaded, 100);
+	ck_assert_msg(applied > 150, "only %d mutations applied", applied);
 	free(buf);
 }
 END_TEST
