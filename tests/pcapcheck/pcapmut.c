@@ -22,9 +22,10 @@ static void usage(FILE *f)
 "       pcapmut --list IN.pcap   (the FPDUs it can select, one per line)\n"
 "\n"
 "Selects one FPDU: connection N as iwdump numbers them (default: the first\n"
-"MPA connection that has the FPDU asked for), direction A>B (initiator's) or B>A, and the K-th FPDU\n"
-"(default 1) of that direction, counting only opcode OP if given (WRITE,\n"
-"READ_REQ, READ_RESP, SEND, SEND_INV, SEND_SE, SEND_SE_INV, TERMINATE).\n"
+"MPA connection that has the FPDU asked for), direction A>B (the MPA\n"
+"initiator's) or B>A, and the K-th FPDU (default 1) of that direction,\n"
+"counting only opcode OP if given (WRITE, READ_REQ, READ_RESP, SEND,\n"
+"SEND_INV, SEND_SE, SEND_SE_INV, TERMINATE, OP8..OP15, or a number).\n"
 "\n"
 "Mutations (V is optional):\n"
 "  flip-bit        flip bit 0 of payload byte V (0); CRC left as it was\n"
@@ -44,7 +45,9 @@ static void usage(FILE *f)
 "                  Read Response answers no request\n"
 "  marker          add V (4) to the FPDUPTR of the first marker in the FPDU\n"
 "Every mutation but flip-bit, ulpdu-small and truncate recomputes the MPA\n"
-"CRC when the connection negotiated CRC.\n"
+"CRC when the connection negotiated CRC. TCP checksums are recomputed where\n"
+"they were valid. The last line printed, \"pcapmut: frame F\", is the frame\n"
+"of OUT.pcap where the damage becomes detectable.\n"
 "Exit status: 0 written, 1 the FPDU or mutation does not apply, 2 usage.\n",
 	      f);
 }
