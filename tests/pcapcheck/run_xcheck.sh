@@ -35,9 +35,22 @@ echo "traces: ${#traces[@]} captures"
 [ "${#traces[@]}" -ge 5 ] || { echo "FAIL: expected at least 5 trace captures"; exit 1; }
 rc=0
 # Real captures: every one must compare at least one FPDU (rdma_server /
-# rdma_client has only two); the traces are all larger.
-if [ "${#real[@]}" -gt 0 ]; then
-	timeout -k 10 900 "$XCHECK" --iwdump "$IWDUMP" --outdir "$OUT" --min-fpdus 1 "${real[@]}" || rc=1
+# rdma_client has only two), and exactly the number of exclusions
+# xcheck-expect.list records for it; the traces are all larger.
+EXPECT=$(dirname "$0")/xcheck-expect.list
+unlisted=()
+for f in "${real[@]}"; do
+	want=$(awk -v n="$(basename "$f")" '$1 == n { print $2 }' "$EXPECT")
+	if [ -z "$want" ]; then
+		unlisted+=("$f")
+		continue
+	fi
+	timeout -k 10 600 "$XCHECK" --iwdump "$IWDUMP" --outdir "$OUT" --min-fpdus 1 --expect-excluded "$want" "$f" ||
+		rc=1
+done
+if [ "${#unlisted[@]}" -gt 0 ]; then
+	echo "no exclusion count recorded in xcheck-expect.list for: ${unlisted[*]##*/}"
+	timeout -k 10 900 "$XCHECK" --iwdump "$IWDUMP" --outdir "$OUT" --min-fpdus 1 "${unlisted[@]}" || rc=1
 fi
 timeout -k 10 300 "$XCHECK" --iwdump "$IWDUMP" --outdir "$OUT" --min-fpdus 10 "${traces[@]}" || rc=1
 exit $rc
