@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -585,6 +586,11 @@ static int check_file(const char *file, const char *iwdump, const char *tshark, 
 				"-T", "pdml", NULL};
 
 		snprintf(epath, sizeof(epath), "%s.stderr", ppath);
+		if (mkdir(cfg, 0700) != 0 && errno != EEXIST) {
+			printf("FAIL %s: mkdir %s: %s\n", base, cfg, strerror(errno));
+			pcw_free(&cap);
+			return 1;
+		}
 		setenv("WIRESHARK_CONFIG_DIR", cfg, 1);
 		rc = run(argv, ppath, epath);
 		if (rc != 0) {
