@@ -274,6 +274,7 @@ void iwn_net_release(struct iwn_net *net, struct iwn_tcp_conn *c, uint64_t now)
 	s->accepted = true;
 	if (!c->fin_queued && c->state != IWN_TCP_CLOSED && c->state != IWN_TCP_TIME_WAIT)
 		iwn_tcp_abort(c, now);
+	iwn_tcp_orphan(c, now);
 	reap(net);
 }
 

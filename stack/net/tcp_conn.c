@@ -35,6 +35,7 @@ void iwn_tcp_cfg_default(struct iwn_tcp_cfg *cfg)
 	cfg->rto_max_us = 60000000;
 	cfg->delack_us = 40000;
 	cfg->msl_us = 30000000;
+	cfg->fin_wait2_us = 60000000;
 	cfg->max_retries = 12;
 	cfg->syn_retries = 6;
 }
@@ -546,8 +547,11 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 
 	switch (c->state) {
 	case IWN_TCP_FIN_WAIT_1:
-		if (fin_acked(c))
+		if (fin_acked(c)) {
 			c->state = IWN_TCP_FIN_WAIT_2;
+			if (c->orphan)
+				c->tw_at = now + c->cfg.fin_wait2_us;
+		}
 		break;
 	case IWN_TCP_CLOSING:
 		if (fin_acked(c))
@@ -689,6 +693,13 @@ void iwn_tcp_abort(struct iwn_tcp_conn *c, uint64_t now)
 		close_with(c, -ECONNABORTED);
 }
 
+void iwn_tcp_orphan(struct iwn_tcp_conn *c, uint64_t now)
+{
+	c->orphan = true;
+	if (c->state == IWN_TCP_FIN_WAIT_2 && c->tw_at == NEVER)
+		c->tw_at = now + c->cfg.fin_wait2_us;
+}
+
 /* ---- timers ---- */
 
 uint64_t iwn_tcp_next_deadline(const struct iwn_tcp_conn *c)
@@ -731,7 +742,7 @@ void iwn_tcp_timers(struct iwn_tcp_conn *c, uint64_t now)
 {
 	if (c->tw_at <= now) {
 		c->tw_at = NEVER;
-		if (c->state == IWN_TCP_TIME_WAIT)
+		if (c->state == IWN_TCP_TIME_WAIT || c->state == IWN_TCP_FIN_WAIT_2)
 			close_with(c, 0);
 	}
 	if (c->rto_at <= now)

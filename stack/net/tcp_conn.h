@@ -38,11 +38,13 @@ struct iwn_tcp_cfg {
 	uint64_t rto_min_us, rto_max_us;
 	uint64_t delack_us;      /* 0: acknowledge every segment at once */
 	uint64_t msl_us;         /* TIME_WAIT lasts 2 MSL */
+	uint64_t fin_wait2_us;   /* an orphan waits this long for the peer's FIN */
 	uint32_t max_retries;    /* RTO expiries in a row before giving up */
 	uint32_t syn_retries;
 };
 /* Defaults: 64 KiB buffers, MSS 1460, window scaling, nodelay, RTO
- * 200 ms .. 60 s, delayed ACK 40 ms, MSL 30 s, 12 / 6 retries. */
+ * 200 ms .. 60 s, delayed ACK 40 ms, MSL 30 s, FIN-WAIT-2 orphan 60 s,
+ * 12 / 6 retries. */
 void iwn_tcp_cfg_default(struct iwn_tcp_cfg *cfg);
 
 struct iwn_tcp_stats {
@@ -68,6 +70,7 @@ struct iwn_tcp_conn {
 	uint32_t laddr, raddr;
 	uint16_t lport, rport;
 	bool passive;
+	bool orphan;         /* the application let go: FIN-WAIT-2 is bounded */
 
 	/* send sequence space */
 	uint32_t iss, snd_una, snd_nxt, snd_max;
@@ -150,6 +153,11 @@ static inline bool iwn_tcp_eof(const struct iwn_tcp_conn *c)
 void iwn_tcp_close(struct iwn_tcp_conn *c, uint64_t now);
 /* Abortive close: RST, connection CLOSED with -ECONNABORTED. */
 void iwn_tcp_abort(struct iwn_tcp_conn *c, uint64_t now);
+
+/* The application will make no more calls: after our FIN, wait at most
+ * cfg.fin_wait2_us for the peer's (RFC 9293 leaves FIN-WAIT-2 unbounded;
+ * like common stacks we bound it for orphans). */
+void iwn_tcp_orphan(struct iwn_tcp_conn *c, uint64_t now);
 
 uint64_t iwn_tcp_next_deadline(const struct iwn_tcp_conn *c);
 void iwn_tcp_timers(struct iwn_tcp_conn *c, uint64_t now);

@@ -170,6 +170,16 @@ static void run(const struct scenario *sc, uint64_t seed, struct result *res)
 	for (int i = 0; i < 2; i++)
 		if (sd[i].c)
 			iwn_net_release(&s->net[i], sd[i].c, s->now);
+	/* Orphans finish their closing handshakes and timers. */
+	for (uint64_t k = 0; k < EVENT_LIMIT && netsim_next(s) != UINT64_MAX; k++)
+		netsim_step(s, UINT64_MAX - 1);
+	for (int i = 0; i < 2; i++)
+		for (uint32_t k = 0; k < s->net[i].cfg.max_conns; k++)
+			if (s->net[i].socks[k]) {
+				struct iwn_tcp_conn *c = (struct iwn_tcp_conn *)s->net[i].socks[k];
+				fprintf(stderr, "left: host %d %s err %d deadline %llu\n", i, iwn_tcp_state_name(c->state),
+					c->err, (unsigned long long)iwn_tcp_next_deadline(c));
+			}
 	ck_assert_uint_eq(iwn_net_conn_count(&s->net[0]) + iwn_net_conn_count(&s->net[1]), 0);
 	netsim_fini(s);
 	free(s);
