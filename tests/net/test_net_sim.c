@@ -39,6 +39,74 @@ struct side {
 	bool records;
 };
 
+/* Record mode: where the client's records end (stream offsets), to check
+ * that every data segment it sends, retransmissions included, ends on
+ * one. */
+struct rec_check {
+	struct iwn_tcp_conn *c;
+	uint64_t *ends;
+	uint32_t n, cap;
+	uint64_t segs, misaligned;
+};
+
+static bool is_record_end(const struct rec_check *rc, uint64_t off)
+{
+	uint32_t lo = 0, hi = rc->n;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (rc->ends[mid] < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < rc->n && rc->ends[lo] == off;
+}
+
+static bool rec_filter(void *arg, int from, const uint8_t *f, uint32_t len)
+{
+	struct rec_check *rc = arg;
+	if (from != 0 || !rc->c || len < 14 + 20 + 20 || f[12] != 0x08 || f[13] != 0x00 || f[14 + 9] != 6)
+		return true;
+	const uint8_t *ip = f + 14;
+	uint32_t iphl = (ip[0] & 15u) * 4, tot = (uint32_t)ip[2] << 8 | ip[3];
+	const uint8_t *t = ip + iphl;
+	uint32_t thl = (t[12] >> 4) * 4u;
+	if (tot < iphl + thl || (t[13] & 0x02))
+		return true;
+	uint32_t plen = tot - iphl - thl;
+	if (plen == 0)
+		return true;
+	uint32_t seq = (uint32_t)t[4] << 24 | (uint32_t)t[5] << 16 | (uint32_t)t[6] << 8 | t[7];
+	/* Offsets stay below 4 GiB in these runs. */
+	uint64_t end = (uint64_t)(uint32_t)(seq + plen - (rc->c->iss + 1));
+	rc->segs++;
+	/* A 1-byte zero-window probe may split a record; nothing else may. */
+	if (!is_record_end(rc, end) && plen != 1)
+		rc->misaligned++;
+	return true;
+}
+
+/* The out-of-order hook: payload and stream offset before delivery. */
+struct ooo_check {
+	uint64_t key;
+	uint64_t calls, bytes, bad;
+};
+
+static uint8_t pat(uint64_t key, uint64_t off);
+
+static void ooo_hook(void *arg, struct iwn_tcp_conn *c, uint64_t off, const uint8_t *p, uint32_t len)
+{
+	struct ooo_check *oc = arg;
+	(void)c;
+	oc->calls++;
+	oc->bytes += len;
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] != pat(oc->key, off + i)) {
+			oc->bad++;
+			break;
+		}
+}
+
 struct scenario {
 	const char *name;
 	struct netsim_link link;
@@ -60,9 +128,10 @@ struct result {
 	uint64_t got[2], total[2];
 	uint64_t vtime, events;
 	struct iwn_tcp_stats st[2];
+	uint64_t rec_segs, rec_misaligned, ooo_calls, ooo_bad;
 };
 
-static void app_io(struct netsim *s, struct side *sd, bool force_read)
+static void app_io(struct netsim *s, struct side *sd, bool force_read, struct rec_check *rc)
 {
 	struct iwn_tcp_conn *c = sd->c;
 	if (!c)
@@ -74,9 +143,20 @@ static void app_io(struct netsim *s, struct side *sd, bool force_read)
 			n = (uint32_t)(sd->total - sd->sent);
 		for (uint32_t i = 0; i < n; i++)
 			buf[i] = pat(sd->key, sd->sent + i);
+		if (rc) {
+			/* Known before the call: the segment leaves inside it. */
+			if (rc->n == rc->cap) {
+				rc->cap = rc->cap ? 2 * rc->cap : 1024;
+				rc->ends = realloc(rc->ends, rc->cap * sizeof(*rc->ends));
+				ck_assert_ptr_nonnull(rc->ends);
+			}
+			rc->ends[rc->n++] = sd->sent + n;
+		}
 		int r = sd->records ? iwn_tcp_send_record(c, buf, n, s->now) : iwn_tcp_send(c, buf, n, s->now);
 		if (r > 0)
 			sd->sent += (uint64_t)r;
+		else if (rc)
+			rc->n--;
 	}
 	if (sd->sent == sd->total && !sd->closed &&
 	    (c->state == IWN_TCP_ESTABLISHED || c->state == IWN_TCP_CLOSE_WAIT)) {
@@ -133,16 +213,28 @@ static void run(const struct scenario *sc, uint64_t seed, struct result *res)
 	if (sc->records && sd[0].max_chunk > s->net[0].cfg.tcp.mss)
 		sd[0].max_chunk = s->net[0].cfg.tcp.mss; /* records fit a segment */
 	int err = 0;
+	struct rec_check rc = {0};
+	struct ooo_check oc = {.key = sd[0].key};
+	if (sc->records) {
+		s->filter = rec_filter;
+		s->filter_arg = &rc;
+	}
 	sd[0].c = iwn_net_connect(&s->net[0], NETSIM_IP(1), PORT, 0, s->now, &err);
 	ck_assert_ptr_nonnull(sd[0].c);
+	rc.c = sd[0].c;
 	uint64_t start = s->now, limit = s->now + VTIME_LIMIT;
 	for (;;) {
-		if (!sd[1].c)
+		if (!sd[1].c) {
 			sd[1].c = iwn_net_accept(&s->net[1], PORT);
+			if (sd[1].c) {
+				sd[1].c->ooo = ooo_hook;
+				sd[1].c->ooo_arg = &oc;
+			}
+		}
 		uint64_t next = netsim_next(s);
 		bool idle = next == UINT64_MAX;
-		app_io(s, &sd[0], idle);
-		app_io(s, &sd[1], idle);
+		app_io(s, &sd[0], idle, sc->records ? &rc : NULL);
+		app_io(s, &sd[1], idle, NULL);
 		next = netsim_next(s);
 		if (next == UINT64_MAX) {
 			res->quiescent = true;
@@ -153,6 +245,11 @@ static void run(const struct scenario *sc, uint64_t seed, struct result *res)
 		netsim_step(s, limit);
 	}
 	res->vtime = s->now - start;
+	res->rec_segs = rc.segs;
+	res->rec_misaligned = rc.misaligned;
+	res->ooo_calls = oc.calls;
+	res->ooo_bad = oc.bad;
+	free(rc.ends);
 	for (int i = 0; i < 2; i++) {
 		struct iwn_tcp_conn *c = sd[i].c;
 		res->got[i] = sd[i].got;
@@ -188,7 +285,7 @@ static void run(const struct scenario *sc, uint64_t seed, struct result *res)
 static uint32_t n_seeds(void)
 {
 	const char *e = getenv("IWT_NET_SEEDS");
-	long v = e ? strtol(e, NULL, 0) : 250;
+	long v = e ? strtol(e, NULL, 0) : 500;
 	return v > 0 ? (uint32_t)v : 1;
 }
 
@@ -196,13 +293,14 @@ static void report(const struct scenario *sc, uint64_t seed, const struct result
 {
 	fprintf(stderr,
 		"%s seed %#llx: ok=%d quiescent=%d corrupt=%d err %d/%d state %s/%s got %llu/%llu of %llu/%llu "
-		"vtime %.1fs events %llu rto %llu/%llu fr %llu/%llu\n",
+		"vtime %.1fs events %llu rto %llu/%llu fr %llu/%llu records %llu/%llu misaligned ooo-hook %llu/%llu bad\n",
 		sc->name, (unsigned long long)seed, r->done_ok, r->quiescent, r->corrupt, r->err[0], r->err[1],
 		iwn_tcp_state_name(r->state[0]), iwn_tcp_state_name(r->state[1]), (unsigned long long)r->got[0],
 		(unsigned long long)r->got[1], (unsigned long long)r->total[1], (unsigned long long)r->total[0],
 		(double)r->vtime / 1e6, (unsigned long long)r->events, (unsigned long long)r->st[0].rto_expired,
 		(unsigned long long)r->st[1].rto_expired, (unsigned long long)r->st[0].fast_retransmits,
-		(unsigned long long)r->st[1].fast_retransmits);
+		(unsigned long long)r->st[1].fast_retransmits, (unsigned long long)r->rec_misaligned,
+		(unsigned long long)r->rec_segs, (unsigned long long)r->ooo_bad, (unsigned long long)r->ooo_calls);
 }
 
 static void run_scenario(const struct scenario *sc, uint32_t scale_div)
@@ -213,7 +311,7 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 		n = 1;
 	const char *only = getenv("IWT_NET_ONLY_SEED");
 	uint32_t ok = 0, timeouts = 0;
-	uint64_t rto = 0, fr = 0, ooo = 0, probes = 0;
+	uint64_t rto = 0, fr = 0, ooo = 0, probes = 0, hook = 0, recsegs = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t seed = base * 1000003u + i * 0x9E3779B97F4A7C15ULL + (uint64_t)(uintptr_t)sc->name[0];
 		if (only)
@@ -222,7 +320,7 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 		run(sc, seed, &r);
 		if (getenv("IWT_NET_VERBOSE"))
 			report(sc, seed, &r);
-		if (r.corrupt || !r.quiescent || (!r.done_ok && !sc->lossy_ok)) {
+		if (r.corrupt || !r.quiescent || (!r.done_ok && !sc->lossy_ok) || r.rec_misaligned || r.ooo_bad) {
 			report(sc, seed, &r);
 			ck_abort_msg("%s: seed %#llx failed (rerun with IWT_NET_ONLY_SEED)", sc->name,
 				     (unsigned long long)seed);
@@ -235,12 +333,19 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 			ooo += r.st[k].ooo_segs;
 			probes += r.st[k].window_probes;
 		}
+		hook += r.ooo_calls;
+		recsegs += r.rec_segs;
 		if (only)
 			break;
 	}
-	fprintf(stderr, "%s: %u seeds, %u complete, %u ended by timeout; rto %llu fast-rexmit %llu ooo %llu probes %llu\n",
+	fprintf(stderr,
+		"%s: %u seeds, %u complete, %u ended by timeout; rto %llu fast-rexmit %llu ooo %llu "
+		"(hook saw %llu) probes %llu aligned-record-segs %llu\n",
 		sc->name, only ? 1 : n, ok, timeouts, (unsigned long long)rto, (unsigned long long)fr,
-		(unsigned long long)ooo, (unsigned long long)probes);
+		(unsigned long long)ooo, (unsigned long long)hook, (unsigned long long)probes,
+		(unsigned long long)recsegs);
+	if (sc->records)
+		ck_assert_uint_gt(recsegs, 0);
 	if (sc->lossy_ok)
 		ck_assert_uint_gt(ok, 0);
 }
