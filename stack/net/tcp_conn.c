@@ -467,14 +467,17 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 		return;
 	}
 	if (h->flags & IWN_TCP_SYN) {
-		if (c->state == IWN_TCP_SYN_RCVD && seq == c->irs) {
+		if (c->state == IWN_TCP_SYN_RCVD && seq == c->irs && (h->flags & IWN_TCP_ACK)) {
+			seq++; /* simultaneous open: the SYN is old news, its ACK is not */
+		} else if (c->state == IWN_TCP_SYN_RCVD && seq == c->irs) {
 			c->snd_nxt = c->iss; /* our SYN-ACK was lost */
 			output(c, now, false);
+			return;
 		} else {
 			c->ack_now = true; /* RFC 5961 challenge ACK */
 			output(c, now, false);
+			return;
 		}
-		return;
 	}
 
 	/* Trim to the receive window (RFC 9293 sec. 3.10.7.4 first check). */
@@ -536,12 +539,23 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 		}
 	}
 	if (iwn_seq_lt(c->snd_wl1, seq) || (c->snd_wl1 == seq && iwn_seq_le(c->snd_wl2, h->ack))) {
+		uint32_t old_wnd = c->snd_wnd;
 		set_window(c, h, false);
 		if (c->snd_wnd == 0 && h->ack == c->snd_una)
 			c->retries = 0; /* a probe was answered: the peer lives */
 		if (c->snd_wnd && c->persist) {
 			c->persist = false;
 			c->rto_at = NEVER;
+		}
+		if (old_wnd == 0 && c->snd_wnd && h->ack == c->snd_una && c->snd_nxt != c->snd_una) {
+			/* The window reopened while a probe byte, dropped by the
+			 * closed window, counts as in flight: resend from snd_una
+			 * now instead of after a backed-off RTO, whose backoff
+			 * came from probing and not from loss. */
+			c->snd_nxt = c->snd_una;
+			c->rtt_on = false;
+			iwn_rtt_reset_backoff(&c->rtt);
+			arm_rto(c, now);
 		}
 	}
 

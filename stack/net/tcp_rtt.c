@@ -39,3 +39,13 @@ void iwn_rtt_backoff(struct iwn_tcp_rtt *r)
 {
 	r->rto = clamp(r, r->rto * 2);
 }
+
+void iwn_rtt_reset_backoff(struct iwn_tcp_rtt *r)
+{
+	if (!r->have_sample) {
+		r->rto = clamp(r, IWN_RTO_INITIAL_US);
+		return;
+	}
+	uint64_t k = 4 * r->rttvar;
+	r->rto = clamp(r, r->srtt + (k > IWN_RTO_GRANULARITY_US ? k : IWN_RTO_GRANULARITY_US));
+}

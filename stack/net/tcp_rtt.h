@@ -21,5 +21,7 @@ void iwn_rtt_init(struct iwn_tcp_rtt *r, uint64_t rto_min, uint64_t rto_max);
 void iwn_rtt_sample(struct iwn_tcp_rtt *r, uint64_t rtt_us);
 /* Timer expired (sec. 5.5): double the RTO up to the maximum. */
 void iwn_rtt_backoff(struct iwn_tcp_rtt *r);
+/* Drop any backoff: RTO from the current estimate (or the initial 1 s). */
+void iwn_rtt_reset_backoff(struct iwn_tcp_rtt *r);
 
 #endif
