@@ -117,6 +117,7 @@ struct scenario {
 	uint16_t mtu;
 	bool records;  /* the client writes records (segment boundaries) */
 	bool no_delack;
+	bool wrap;     /* client ISN just below 2^32: its stream crosses the wrap */
 };
 
 struct result {
@@ -219,7 +220,20 @@ static void run(const struct scenario *sc, uint64_t seed, struct result *res)
 		s->filter = rec_filter;
 		s->filter_arg = &rc;
 	}
-	sd[0].c = iwn_net_connect(&s->net[0], NETSIM_IP(1), PORT, 0, s->now, &err);
+	uint16_t lport = 0;
+	if (sc->wrap) {
+		/* ISN = now / 4 + F(tuple): pick the clock that puts it just
+		 * below the wrap (RFC 6528 makes that a matter of time). */
+		lport = 50000;
+		uint32_t f = iwn_tcp_isn(s->net[0].cfg.isn_key, NETSIM_IP(0), lport, NETSIM_IP(1), PORT, 0);
+		uint32_t target = 0u - 1u - (uint32_t)(netsim_rand(s) % 100000);
+		s->now &= ~(uint64_t)3;
+		uint32_t k = target - f - (uint32_t)(s->now / 4);
+		s->now += 4 * (uint64_t)k;
+	}
+	sd[0].c = iwn_net_connect(&s->net[0], NETSIM_IP(1), PORT, lport, s->now, &err);
+	if (sc->wrap)
+		ck_assert_uint_gt(sd[0].c->iss, 0xFFFFFFFFu - 100001u);
 	ck_assert_ptr_nonnull(sd[0].c);
 	rc.c = sd[0].c;
 	uint64_t start = s->now, limit = s->now + VTIME_LIMIT;
@@ -380,6 +394,10 @@ static const struct scenario records = {
 	.name = "records", .link = LINK(10000, 5000, 20000, 300, 2000), .max_bytes = {150000, 20000},
 	.records = true, .mtu = 9000,
 };
+static const struct scenario wrap = {
+	.name = "seq-wrap", .link = LINK(10000, 10000, 10000, 500, 3000), .max_bytes = {300000, 50000},
+	.wrap = true,
+};
 static const struct scenario lossy = {
 	.name = "loss20-reorder20", .link = LINK(200000, 20000, 200000, 300, 5000),
 	.max_bytes = {20000, 20000}, .lossy_ok = true,
@@ -403,6 +421,8 @@ START_TEST(test_window_scale) { run_scenario(&bigwin, 5); }
 END_TEST
 START_TEST(test_records) { run_scenario(&records, 2); }
 END_TEST
+START_TEST(test_wrap) { run_scenario(&wrap, 5); }
+END_TEST
 START_TEST(test_lossy) { run_scenario(&lossy, 2); }
 END_TEST
 START_TEST(test_awful) { run_scenario(&awful, 5); }
@@ -420,6 +440,7 @@ static Suite *sim_suite(void)
 	tcase_add_test(t, test_slow_reader);
 	tcase_add_test(t, test_window_scale);
 	tcase_add_test(t, test_records);
+	tcase_add_test(t, test_wrap);
 	tcase_add_test(t, test_lossy);
 	tcase_add_test(t, test_awful);
 	suite_add_tcase(s, t);
