@@ -30,6 +30,7 @@ void iwn_tcp_cfg_default(struct iwn_tcp_cfg *cfg)
 	cfg->max_records = 256;
 	cfg->mss = 1460;
 	cfg->wscale = true;
+	cfg->timestamps = true;
 	cfg->nodelay = true;
 	cfg->rto_min_us = 200000;
 	cfg->rto_max_us = 60000000;
@@ -107,6 +108,12 @@ static void enter_time_wait(struct iwn_tcp_conn *c, uint64_t now)
 	c->tw_at = now + 2 * c->cfg.msl_us;
 }
 
+/* RFC 7323 timestamp clock: 1 ms ticks from a per-connection offset. */
+static uint32_t ts_now(const struct iwn_tcp_conn *c, uint64_t now)
+{
+	return (uint32_t)(now / 1000) + c->ts_offset;
+}
+
 static uint16_t window_field(struct iwn_tcp_conn *c, bool syn)
 {
 	uint32_t free = iwn_rcvbuf_window(&c->rb);
@@ -122,7 +129,7 @@ static uint16_t window_field(struct iwn_tcp_conn *c, bool syn)
 
 /* Build and hand out one segment; len data bytes from the send buffer at
  * sequence seq. */
-static void send_seg(struct iwn_tcp_conn *c, uint32_t seq, uint8_t flags, uint32_t len)
+static void send_seg(struct iwn_tcp_conn *c, uint64_t now, uint32_t seq, uint8_t flags, uint32_t len)
 {
 	uint8_t *seg = c->txbuf + c->headroom;
 	struct iwn_tcp_hdr h;
@@ -143,12 +150,19 @@ static void send_seg(struct iwn_tcp_conn *c, uint32_t seq, uint8_t flags, uint32
 			h.opt.ws = c->rcv_ws;
 		}
 	}
+	if (!(flags & IWN_TCP_RST) &&
+	    (c->ts_on || (syn && c->cfg.timestamps && c->state == IWN_TCP_SYN_SENT))) {
+		h.opt.has_ts = true;
+		h.opt.tsval = ts_now(c, now);
+		h.opt.tsecr = (flags & IWN_TCP_ACK) ? c->ts_recent : 0;
+	}
 	h.win = (flags & IWN_TCP_RST) ? 0 : window_field(c, syn);
 	size_t hlen = iwn_tcp_build(seg, &h);
 	if (len)
 		iwn_sndbuf_copy(&c->sb, seq - (c->iss + 1 + (uint32_t)c->sb.base), seg + hlen, len);
 	iwn_tcp_set_csum(seg, hlen + len, c->laddr, c->raddr);
 	if (flags & IWN_TCP_ACK) {
+		c->last_ack_sent = c->rcv_nxt;
 		c->ack_now = false;
 		c->delack_at = NEVER;
 		c->unacked_bytes = 0;
@@ -161,9 +175,9 @@ static void send_seg(struct iwn_tcp_conn *c, uint32_t seq, uint8_t flags, uint32
 	c->out(c->out_arg, c, c->laddr, c->raddr, seg, (uint32_t)(hlen + len));
 }
 
-static void send_rst(struct iwn_tcp_conn *c, uint32_t seq)
+static void send_rst(struct iwn_tcp_conn *c, uint32_t seq, uint64_t now)
 {
-	send_seg(c, seq, IWN_TCP_RST, 0);
+	send_seg(c, now, seq, IWN_TCP_RST, 0);
 }
 
 static void arm_rto(struct iwn_tcp_conn *c, uint64_t now)
@@ -188,7 +202,7 @@ static void output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 				c->rtt_seq = c->iss;
 				c->rtt_start = now;
 			}
-			send_seg(c, c->iss, fl, 0);
+			send_seg(c, now, c->iss, fl, 0);
 			c->snd_nxt = c->iss + 1;
 			c->snd_max = iwn_seq_max(c->snd_max, c->snd_nxt);
 			if (c->rto_at == NEVER)
@@ -197,7 +211,7 @@ static void output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 		return;
 	case IWN_TCP_TIME_WAIT:
 		if (c->ack_now)
-			send_seg(c, c->snd_nxt, IWN_TCP_ACK, 0);
+			send_seg(c, now, c->snd_nxt, IWN_TCP_ACK, 0);
 		return;
 	default:
 		break;
@@ -235,7 +249,7 @@ static void output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 		}
 		if (iwn_seq_lt(c->snd_nxt, c->snd_max))
 			c->stats.retransmitted_segs++;
-		send_seg(c, c->snd_nxt, IWN_TCP_ACK | (len ? IWN_TCP_PSH : 0) | (fin ? IWN_TCP_FIN : 0), len);
+		send_seg(c, now, c->snd_nxt, IWN_TCP_ACK | (len ? IWN_TCP_PSH : 0) | (fin ? IWN_TCP_FIN : 0), len);
 		c->snd_nxt += len + (fin ? 1 : 0);
 		c->snd_max = iwn_seq_max(c->snd_max, c->snd_nxt);
 		if (c->rto_at == NEVER || c->persist)
@@ -244,7 +258,7 @@ static void output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 		force = false;
 	}
 	if (!sent && c->ack_now)
-		send_seg(c, c->snd_nxt, IWN_TCP_ACK, 0);
+		send_seg(c, now, c->snd_nxt, IWN_TCP_ACK, 0);
 	/* Zero window with data waiting and nothing in flight: probe later. */
 	if (c->snd_una == c->snd_max && c->snd_wnd == 0 && iwn_seq_lt(c->snd_nxt, data_end(c)) &&
 	    c->rto_at == NEVER) {
@@ -267,7 +281,7 @@ static void retransmit_first(struct iwn_tcp_conn *c, uint64_t now)
 		return;
 	c->rtt_on = false; /* Karn */
 	c->stats.retransmitted_segs++;
-	send_seg(c, c->snd_una, IWN_TCP_ACK | (len ? IWN_TCP_PSH : 0) | (fin ? IWN_TCP_FIN : 0), len);
+	send_seg(c, now, c->snd_una, IWN_TCP_ACK | (len ? IWN_TCP_PSH : 0) | (fin ? IWN_TCP_FIN : 0), len);
 	arm_rto(c, now);
 }
 
@@ -283,6 +297,12 @@ static void take_syn_options(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h
 		c->snd_ws = 0;
 		c->rcv_ws = 0;
 	}
+	c->ts_on = c->cfg.timestamps && h->opt.has_ts;
+	if (c->ts_on) {
+		c->ts_recent = h->opt.tsval;
+		if (c->eff_mss > 12 + 1)
+			c->eff_mss -= 12; /* every segment carries the option */
+	}
 	c->irs = h->seq;
 	c->rcv_nxt = h->seq + 1;
 	c->rcv_adv = c->rcv_nxt;
@@ -297,8 +317,9 @@ static void set_window(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, bool
 		c->max_sndwnd = c->snd_wnd;
 }
 
-static void new_ack(struct iwn_tcp_conn *c, uint32_t ack, uint64_t now)
+static void new_ack(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t now)
 {
+	uint32_t ack = h->ack;
 	uint32_t flight = c->snd_max - c->snd_una;
 	uint32_t acked = ack - c->snd_una;
 	uint32_t data = acked;
@@ -311,6 +332,13 @@ static void new_ack(struct iwn_tcp_conn *c, uint32_t ack, uint64_t now)
 	if (c->rtt_on && iwn_seq_gt(ack, c->rtt_seq)) {
 		iwn_rtt_sample(&c->rtt, now - c->rtt_start);
 		c->rtt_on = false;
+	} else if (!c->rtt_on && c->ts_on && h->opt.has_ts && h->opt.tsecr) {
+		/* RTTM (RFC 7323 sec. 4): the echoed timestamp dates the segment
+		 * this ACK answers, even after retransmissions where Karn's rule
+		 * leaves the precise timer without a sample. 1 ms ticks. */
+		uint32_t ms = ts_now(c, now) - h->opt.tsecr;
+		if (ms < 0x7FFFFFFFu)
+			iwn_rtt_sample(&c->rtt, (uint64_t)ms * 1000);
 	}
 	c->retries = 0;
 	c->snd_una = ack;
@@ -346,6 +374,7 @@ int iwn_tcp_connect(struct iwn_tcp_conn *c, uint32_t laddr, uint16_t lport, uint
 	c->raddr = raddr;
 	c->rport = rport;
 	c->iss = iwn_tcp_isn(c->isn_key, laddr, lport, raddr, rport, now);
+	c->ts_offset = iwn_tcp_isn(c->isn_key, raddr, rport, laddr, lport, 0);
 	c->snd_una = c->snd_nxt = c->snd_max = c->iss;
 	c->rcv_ws = c->cfg.wscale ? our_wscale(c->cfg.rcvbuf) : 0;
 	c->eff_mss = c->cfg.mss;
@@ -368,6 +397,7 @@ int iwn_tcp_accept_syn(struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, c
 	take_syn_options(c, h);
 	set_window(c, h, true);
 	c->iss = iwn_tcp_isn(c->isn_key, laddr, c->lport, raddr, c->rport, now);
+	c->ts_offset = iwn_tcp_isn(c->isn_key, raddr, c->rport, laddr, c->lport, 0);
 	c->snd_una = c->snd_nxt = c->snd_max = c->iss;
 	c->state = IWN_TCP_SYN_RCVD;
 	output(c, now, false);
@@ -381,7 +411,7 @@ static void syn_sent_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, 
 	bool ack = h->flags & IWN_TCP_ACK;
 	if (ack && (iwn_seq_le(h->ack, c->iss) || iwn_seq_gt(h->ack, c->snd_max))) {
 		if (!(h->flags & IWN_TCP_RST))
-			send_rst(c, h->ack); /* seq = SEG.ACK, no ACK bit */
+			send_rst(c, h->ack, now); /* seq = SEG.ACK, no ACK bit */
 		return;
 	}
 	if (h->flags & IWN_TCP_RST) {
@@ -395,7 +425,7 @@ static void syn_sent_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, 
 	if (ack) {
 		established(c, now);
 		set_window(c, h, true);
-		new_ack(c, h->ack, now);
+		new_ack(c, h, now);
 		c->ack_now = true;
 		output(c, now, false);
 	} else {
@@ -480,6 +510,16 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 		}
 	}
 
+	/* PAWS (RFC 7323 sec. 5.3): an older timestamp marks an old duplicate. */
+	if (c->ts_on && h->opt.has_ts && iwn_seq_lt(h->opt.tsval, c->ts_recent)) {
+		c->stats.paws_dropped++;
+		c->ack_now = true;
+		output(c, now, false);
+		return;
+	}
+	if (c->ts_on && h->opt.has_ts && iwn_seq_le(seq, c->last_ack_sent))
+		c->ts_recent = h->opt.tsval; /* sec. 4.3: only from the left window edge */
+
 	/* Trim to the receive window (RFC 9293 sec. 3.10.7.4 first check). */
 	if (iwn_seq_lt(seq, c->rcv_nxt)) {
 		uint32_t d = c->rcv_nxt - seq;
@@ -516,7 +556,7 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 			established(c, now);
 			set_window(c, h, false);
 		} else {
-			send_rst(c, h->ack);
+			send_rst(c, h->ack, now);
 			return;
 		}
 	}
@@ -528,7 +568,7 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 	}
 	uint32_t win = (uint32_t)h->win << c->snd_ws;
 	if (iwn_seq_gt(h->ack, c->snd_una)) {
-		new_ack(c, h->ack, now);
+		new_ack(c, h, now);
 	} else if (h->ack == c->snd_una && plen == 0 && !fin && win == c->snd_wnd && c->snd_max != c->snd_una &&
 		   c->snd_wnd != 0) {
 		c->stats.dupacks++;
@@ -700,9 +740,8 @@ void iwn_tcp_close(struct iwn_tcp_conn *c, uint64_t now)
 
 void iwn_tcp_abort(struct iwn_tcp_conn *c, uint64_t now)
 {
-	(void)now;
 	if (c->state != IWN_TCP_CLOSED && c->state != IWN_TCP_SYN_SENT && c->state != IWN_TCP_TIME_WAIT)
-		send_seg(c, c->snd_nxt, IWN_TCP_RST | IWN_TCP_ACK, 0);
+		send_seg(c, now, c->snd_nxt, IWN_TCP_RST | IWN_TCP_ACK, 0);
 	if (c->state != IWN_TCP_CLOSED)
 		close_with(c, -ECONNABORTED);
 }

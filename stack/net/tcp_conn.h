@@ -34,6 +34,7 @@ struct iwn_tcp_cfg {
 	uint32_t max_records;    /* record boundaries kept by the send buffer */
 	uint16_t mss;            /* what we announce (MTU - 40) */
 	bool wscale;             /* offer RFC 7323 window scaling */
+	bool timestamps;         /* offer RFC 7323 timestamps (RTTM, PAWS) */
 	bool nodelay;            /* no Nagle: send short segments at once */
 	uint64_t rto_min_us, rto_max_us;
 	uint64_t delack_us;      /* 0: acknowledge every segment at once */
@@ -42,7 +43,7 @@ struct iwn_tcp_cfg {
 	uint32_t max_retries;    /* RTO expiries in a row before giving up */
 	uint32_t syn_retries;
 };
-/* Defaults: 64 KiB buffers, MSS 1460, window scaling, nodelay, RTO
+/* Defaults: 64 KiB buffers, MSS 1460, window scaling, timestamps, nodelay, RTO
  * 200 ms .. 60 s, delayed ACK 40 ms, MSL 30 s, FIN-WAIT-2 orphan 60 s,
  * 12 / 6 retries. */
 void iwn_tcp_cfg_default(struct iwn_tcp_cfg *cfg);
@@ -50,7 +51,7 @@ void iwn_tcp_cfg_default(struct iwn_tcp_cfg *cfg);
 struct iwn_tcp_stats {
 	uint64_t segs_in, segs_out, bytes_in, bytes_out;
 	uint64_t rto_expired, fast_retransmits, retransmitted_segs, dupacks;
-	uint64_t ooo_segs, ooo_dropped, dup_segs, window_probes, bad_acks;
+	uint64_t ooo_segs, ooo_dropped, dup_segs, window_probes, bad_acks, paws_dropped;
 };
 
 struct iwn_tcp_conn;
@@ -77,6 +78,8 @@ struct iwn_tcp_conn {
 	uint32_t snd_wnd, max_sndwnd, snd_wl1, snd_wl2;
 	uint8_t snd_ws, rcv_ws;
 	bool ws_on;          /* both sides sent the window scale option */
+	bool ts_on;          /* both sides sent timestamps */
+	uint32_t ts_recent, ts_offset, last_ack_sent;
 	uint16_t peer_mss, eff_mss;
 	bool fin_queued;     /* the application closed its sending side */
 	struct iwn_sndbuf sb;

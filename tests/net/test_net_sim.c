@@ -117,6 +117,7 @@ struct scenario {
 	uint16_t mtu;
 	bool records;  /* the client writes records (segment boundaries) */
 	bool no_delack;
+	bool no_ts[2]; /* host i does not offer timestamps */
 	bool wrap;     /* client ISN just below 2^32: its stream crosses the wrap */
 };
 
@@ -187,6 +188,8 @@ static void tcp_cfg(const struct scenario *sc, int i, struct iwn_tcp_cfg *t)
 		t->sndbuf = sc->sndbuf[i];
 	if (sc->no_delack)
 		t->delack_us = 0;
+	if (sc->no_ts[i])
+		t->timestamps = false;
 }
 
 static void run(const struct scenario *sc, uint64_t seed, struct result *res)
@@ -325,7 +328,7 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 		n = 1;
 	const char *only = getenv("IWT_NET_ONLY_SEED");
 	uint32_t ok = 0, timeouts = 0;
-	uint64_t rto = 0, fr = 0, ooo = 0, probes = 0, hook = 0, recsegs = 0;
+	uint64_t rto = 0, fr = 0, ooo = 0, probes = 0, hook = 0, recsegs = 0, paws = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t seed = base * 1000003u + i * 0x9E3779B97F4A7C15ULL + (uint64_t)(uintptr_t)sc->name[0];
 		if (only)
@@ -346,6 +349,7 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 			fr += r.st[k].fast_retransmits;
 			ooo += r.st[k].ooo_segs;
 			probes += r.st[k].window_probes;
+			paws += r.st[k].paws_dropped;
 		}
 		hook += r.ooo_calls;
 		recsegs += r.rec_segs;
@@ -354,9 +358,9 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 	}
 	fprintf(stderr,
 		"%s: %u seeds, %u complete, %u ended by timeout; rto %llu fast-rexmit %llu ooo %llu "
-		"(hook saw %llu) probes %llu aligned-record-segs %llu\n",
+		"(hook saw %llu) probes %llu paws %llu aligned-record-segs %llu\n",
 		sc->name, only ? 1 : n, ok, timeouts, (unsigned long long)rto, (unsigned long long)fr,
-		(unsigned long long)ooo, (unsigned long long)hook, (unsigned long long)probes,
+		(unsigned long long)ooo, (unsigned long long)hook, (unsigned long long)probes, (unsigned long long)paws,
 		(unsigned long long)recsegs);
 	if (sc->records)
 		ck_assert_uint_gt(recsegs, 0);
@@ -376,6 +380,10 @@ static const struct scenario one_pct = {
 static const struct scenario mixed = {
 	.name = "loss3-reorder10-dup3", .link = LINK(30000, 30000, 100000, 200, 5000),
 	.max_bytes = {100000, 100000},
+};
+static const struct scenario mixed_nots = {
+	.name = "loss3-reorder10-dup3-no-timestamps", .link = LINK(30000, 30000, 100000, 200, 5000),
+	.max_bytes = {100000, 100000}, .no_ts = {false, true},
 };
 static const struct scenario tiny = {
 	.name = "one-byte-window", .link = LINK(10000, 10000, 10000, 300, 2000),
@@ -413,6 +421,8 @@ START_TEST(test_one_pct) { run_scenario(&one_pct, 1); }
 END_TEST
 START_TEST(test_mixed) { run_scenario(&mixed, 1); }
 END_TEST
+START_TEST(test_mixed_nots) { run_scenario(&mixed_nots, 2); }
+END_TEST
 START_TEST(test_tiny_window) { run_scenario(&tiny, 2); }
 END_TEST
 START_TEST(test_slow_reader) { run_scenario(&slow, 2); }
@@ -436,6 +446,7 @@ static Suite *sim_suite(void)
 	tcase_add_test(t, test_clean);
 	tcase_add_test(t, test_one_pct);
 	tcase_add_test(t, test_mixed);
+	tcase_add_test(t, test_mixed_nots);
 	tcase_add_test(t, test_tiny_window);
 	tcase_add_test(t, test_slow_reader);
 	tcase_add_test(t, test_window_scale);

@@ -124,7 +124,12 @@ START_TEST(test_handshake_options)
 	ck_assert(a->ws_on && b->ws_on);
 	ck_assert_uint_eq(a->rcv_ws, 5);
 	ck_assert_uint_eq(b->snd_ws, 5);
-	ck_assert_uint_eq(a->eff_mss, 1460);
+	/* Timestamps on both sides: 12 bytes of every segment go to them. */
+	ck_assert(lg.e[0].h.opt.has_ts && lg.e[0].h.opt.tsecr == 0);
+	ck_assert(lg.e[1].h.opt.has_ts && lg.e[1].h.opt.tsecr == lg.e[0].h.opt.tsval);
+	ck_assert(lg.e[2].h.opt.has_ts && lg.e[2].h.opt.tsecr == lg.e[1].h.opt.tsval);
+	ck_assert(a->ts_on && b->ts_on);
+	ck_assert_uint_eq(a->eff_mss, 1448);
 	/* The scaled window arrives intact: b may send up to a's buffer. */
 	ck_assert_uint_ge(b->snd_wnd, (1u << 20) - 32);
 	ck_assert_uint_eq(a->snd_wnd, 65535);
@@ -161,6 +166,7 @@ START_TEST(test_mss_and_no_wscale)
 	struct iwn_tcp_cfg nows;
 	iwn_tcp_cfg_default(&nows);
 	nows.wscale = false;
+	nows.timestamps = false;
 	nows.rcvbuf = 1 << 20; /* more than 16 bits can say without scaling */
 	setup(NULL, &nows, 9000);
 	struct iwn_tcp_conn *a, *b;
@@ -172,6 +178,7 @@ START_TEST(test_mss_and_no_wscale)
 	ck_assert_uint_eq(a->rcv_ws, 0);
 	ck_assert_uint_eq(a->snd_wnd, 65535);
 	ck_assert_uint_eq(a->eff_mss, 8960);
+	ck_assert(!a->ts_on && !b->ts_on); /* host 1 does not do timestamps */
 	netsim_fini(&sim);
 }
 END_TEST
