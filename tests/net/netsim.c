@@ -35,11 +35,17 @@ static void enqueue(struct netsim *s, int to, const uint8_t *frame, uint32_t len
 	s->nq++;
 }
 
-static void sim_tx(void *arg, const uint8_t *frame, uint32_t len)
+static void sim_tx(void *arg, const uint8_t *sent, uint32_t len)
 {
 	struct netsim_port *p = arg;
 	struct netsim *s = p->sim;
+	static uint8_t frame[NETSIM_FRAME_MAX];
 	s->sent++;
+	if (len > sizeof(frame)) {
+		s->overflow++;
+		return;
+	}
+	memcpy(frame, sent, len);
 	if (s->filter && !s->filter(s->filter_arg, p->idx, frame, len)) {
 		s->lost++;
 		return;

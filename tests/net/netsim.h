@@ -42,8 +42,9 @@ struct netsim {
 	struct netsim_frame q[NETSIM_MAX_FRAMES];
 	uint32_t nq;
 	uint64_t sent, lost, dupd, reordered, overflow;
-	/* A filter may drop frames (return false) or look at them. */
-	bool (*filter)(void *arg, int from, const uint8_t *frame, uint32_t len);
+	/* A filter may drop frames (return false), look at them or change
+	 * them (frame is the link's own copy). */
+	bool (*filter)(void *arg, int from, uint8_t *frame, uint32_t len);
 	void *filter_arg;
 };
 

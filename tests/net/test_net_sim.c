@@ -12,6 +12,7 @@
 #include "iwt_check.h"
 #include "iwt_common.h"
 #include "netsim.h"
+#include "stack/net/tcp_seg.h"
 
 #define PORT 4791
 #define VTIME_LIMIT (6ULL * 3600 * 1000000) /* virtual */
@@ -62,7 +63,7 @@ static bool is_record_end(const struct rec_check *rc, uint64_t off)
 	return lo < rc->n && rc->ends[lo] == off;
 }
 
-static bool rec_filter(void *arg, int from, const uint8_t *f, uint32_t len)
+static bool rec_filter(void *arg, int from, uint8_t *f, uint32_t len)
 {
 	struct rec_check *rc = arg;
 	if (from != 0 || !rc->c || len < 14 + 20 + 20 || f[12] != 0x08 || f[13] != 0x00 || f[14 + 9] != 6)
@@ -107,6 +108,67 @@ static void ooo_hook(void *arg, struct iwn_tcp_conn *c, uint64_t off, const uint
 		}
 }
 
+/* Hostile link: rewrites TCP header fields of some frames (and fixes
+ * the checksum) so the state machine sees arbitrary seq/ack/flags/window/
+ * options. TCP cannot detect such data corruption, so only termination
+ * and memory safety are checked. */
+struct mangle {
+	uint64_t rng;
+	uint32_t ppm;
+	uint64_t mangled;
+};
+
+static void fix_tcp_csum(uint8_t *f, uint32_t len)
+{
+	const uint8_t *ip = f + 14;
+	uint32_t iphl = (ip[0] & 15u) * 4, tot = (uint32_t)ip[2] << 8 | ip[3];
+	if (tot > len - 14 || tot < iphl + 20)
+		return;
+	uint32_t src = (uint32_t)ip[12] << 24 | (uint32_t)ip[13] << 16 | (uint32_t)ip[14] << 8 | ip[15];
+	uint32_t dst = (uint32_t)ip[16] << 24 | (uint32_t)ip[17] << 16 | (uint32_t)ip[18] << 8 | ip[19];
+	iwn_tcp_set_csum(f + 14 + iphl, tot - iphl, src, dst);
+}
+
+static bool mangle_filter(void *arg, int from, uint8_t *f, uint32_t len)
+{
+	struct mangle *m = arg;
+	(void)from;
+	if (len < 14 + 20 + 20 || f[12] != 0x08 || f[13] != 0x00 || f[14 + 9] != 6)
+		return true;
+	if (iwt_rand(&m->rng) % 1000000u >= m->ppm)
+		return true;
+	uint8_t *t = f + 14 + (f[14] & 15u) * 4;
+	uint32_t tlen = len - (uint32_t)(t - f);
+	switch (iwt_rand(&m->rng) % 6) {
+	case 0: /* sequence number nearby or anywhere */
+		t[4 + iwt_rand(&m->rng) % 4] ^= (uint8_t)iwt_rand(&m->rng);
+		break;
+	case 1: /* acknowledgment number */
+		t[8 + iwt_rand(&m->rng) % 4] ^= (uint8_t)iwt_rand(&m->rng);
+		break;
+	case 2: /* flags */
+		t[13] = (uint8_t)iwt_rand(&m->rng);
+		break;
+	case 3: /* window */
+		t[14] = (uint8_t)iwt_rand(&m->rng);
+		t[15] = (uint8_t)iwt_rand(&m->rng);
+		break;
+	case 4: /* option bytes or data offset */
+		if (tlen > 20 && (t[12] >> 4) > 5)
+			t[20 + iwt_rand(&m->rng) % (uint32_t)((t[12] >> 4) * 4 - 20)] = (uint8_t)iwt_rand(&m->rng);
+		else
+			t[12] = (uint8_t)((iwt_rand(&m->rng) % 16) << 4);
+		break;
+	default: /* all of it */
+		for (int i = 4; i < 16; i++)
+			t[i] = (uint8_t)iwt_rand(&m->rng);
+		break;
+	}
+	fix_tcp_csum(f, len);
+	m->mangled++;
+	return true;
+}
+
 struct scenario {
 	const char *name;
 	struct netsim_link link;
@@ -119,6 +181,7 @@ struct scenario {
 	bool no_delack;
 	bool no_ts[2]; /* host i does not offer timestamps */
 	bool wrap;     /* client ISN just below 2^32: its stream crosses the wrap */
+	uint32_t mangle_ppm; /* hostile link: header rewrites, only termination checked */
 };
 
 struct result {
@@ -219,9 +282,13 @@ static void run(const struct scenario *sc, uint64_t seed, struct result *res)
 	int err = 0;
 	struct rec_check rc = {0};
 	struct ooo_check oc = {.key = sd[0].key};
+	struct mangle mg = {.rng = seed ^ 0x5555, .ppm = sc->mangle_ppm};
 	if (sc->records) {
 		s->filter = rec_filter;
 		s->filter_arg = &rc;
+	} else if (sc->mangle_ppm) {
+		s->filter = mangle_filter;
+		s->filter_arg = &mg;
 	}
 	uint16_t lport = 0;
 	if (sc->wrap) {
@@ -337,7 +404,9 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 		run(sc, seed, &r);
 		if (getenv("IWT_NET_VERBOSE"))
 			report(sc, seed, &r);
-		if (r.corrupt || !r.quiescent || (!r.done_ok && !sc->lossy_ok) || r.rec_misaligned || r.ooo_bad) {
+		bool hostile = sc->mangle_ppm != 0; /* corruption cannot be detected by TCP */
+		if ((!hostile && (r.corrupt || r.ooo_bad)) || !r.quiescent || (!r.done_ok && !sc->lossy_ok) ||
+		    r.rec_misaligned) {
 			report(sc, seed, &r);
 			ck_abort_msg("%s: seed %#llx failed (rerun with IWT_NET_ONLY_SEED)", sc->name,
 				     (unsigned long long)seed);
@@ -357,7 +426,7 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 			break;
 	}
 	fprintf(stderr,
-		"%s: %u seeds, %u complete, %u ended by timeout; rto %llu fast-rexmit %llu ooo %llu "
+		"%s: %u seeds, %u complete, %u ended early (reset or timeout); rto %llu fast-rexmit %llu ooo %llu "
 		"(hook saw %llu) probes %llu paws %llu aligned-record-segs %llu\n",
 		sc->name, only ? 1 : n, ok, timeouts, (unsigned long long)rto, (unsigned long long)fr,
 		(unsigned long long)ooo, (unsigned long long)hook, (unsigned long long)probes, (unsigned long long)paws,
@@ -406,6 +475,10 @@ static const struct scenario wrap = {
 	.name = "seq-wrap", .link = LINK(10000, 10000, 10000, 500, 3000), .max_bytes = {300000, 50000},
 	.wrap = true,
 };
+static const struct scenario hostile = {
+	.name = "hostile-headers", .link = LINK(10000, 10000, 10000, 300, 2000), .max_bytes = {30000, 30000},
+	.lossy_ok = true, .mangle_ppm = 20000,
+};
 static const struct scenario lossy = {
 	.name = "loss20-reorder20", .link = LINK(200000, 20000, 200000, 300, 5000),
 	.max_bytes = {20000, 20000}, .lossy_ok = true,
@@ -433,6 +506,8 @@ START_TEST(test_records) { run_scenario(&records, 2); }
 END_TEST
 START_TEST(test_wrap) { run_scenario(&wrap, 5); }
 END_TEST
+START_TEST(test_hostile) { run_scenario(&hostile, 2); }
+END_TEST
 START_TEST(test_lossy) { run_scenario(&lossy, 2); }
 END_TEST
 START_TEST(test_awful) { run_scenario(&awful, 5); }
@@ -452,6 +527,7 @@ static Suite *sim_suite(void)
 	tcase_add_test(t, test_window_scale);
 	tcase_add_test(t, test_records);
 	tcase_add_test(t, test_wrap);
+	tcase_add_test(t, test_hostile);
 	tcase_add_test(t, test_lossy);
 	tcase_add_test(t, test_awful);
 	suite_add_tcase(s, t);

@@ -31,7 +31,7 @@ struct seglog {
 	int data_seen;
 };
 
-static bool log_filter(void *arg, int from, const uint8_t *f, uint32_t len)
+static bool log_filter(void *arg, int from, uint8_t *f, uint32_t len)
 {
 	struct seglog *L = arg;
 	struct iwn_ip4 ip;
