@@ -48,8 +48,9 @@ enum iwn_cc_action iwn_cc_on_ack(struct iwn_tcp_cc *cc, uint32_t ack, uint32_t a
 		grow(cc, acked);
 		return IWN_CC_NONE;
 	}
-	if (iwn_seq_gt(ack, cc->recover)) {
-		/* Full acknowledgment (RFC 6582 sec. 3.2 step 3, option 1). */
+	if (iwn_seq_ge(ack, cc->recover)) {
+		/* Full acknowledgment (RFC 6582 sec. 3.2 step 3, option 1): recover
+		 * is one past the highest byte sent, so covering it is reaching it. */
 		uint32_t rest = flight > acked ? flight - acked : 0;
 		uint32_t w = (rest > cc->mss ? rest : cc->mss) + cc->mss;
 		cc->cwnd = w < cc->ssthresh ? w : cc->ssthresh;
@@ -77,7 +78,7 @@ enum iwn_cc_action iwn_cc_on_dupack(struct iwn_tcp_cc *cc, uint32_t snd_una, uin
 		return IWN_CC_NONE;
 	/* RFC 6582 sec. 3.2 step 2: a new recovery only when the ACK covers
 	 * more than the previous recovery point. */
-	if (cc->dupacks == IWN_DUPACK_THRESH && (!cc->recover_set || iwn_seq_gt(snd_una, cc->recover))) {
+	if (cc->dupacks == IWN_DUPACK_THRESH && (!cc->recover_set || iwn_seq_ge(snd_una, cc->recover))) {
 		cc->ssthresh = half_flight(cc, flight);
 		cc->cwnd = cc->ssthresh + 3 * cc->mss;
 		cc->recover = snd_max;

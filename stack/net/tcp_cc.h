@@ -14,7 +14,7 @@ struct iwn_tcp_cc {
 	uint32_t dupacks;
 	uint32_t ca_acked;   /* bytes acked towards the next cwnd increase */
 	bool in_recovery;
-	uint32_t recover;    /* highest sequence sent when recovery (or an RTO) began */
+	uint32_t recover;    /* snd_max (one past the highest byte sent) when recovery or an RTO began */
 	bool recover_set;
 };
 

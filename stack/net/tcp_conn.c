@@ -31,6 +31,7 @@ void iwn_tcp_cfg_default(struct iwn_tcp_cfg *cfg)
 	cfg->mss = 1460;
 	cfg->wscale = true;
 	cfg->timestamps = true;
+	cfg->sack = true;
 	cfg->nodelay = true;
 	cfg->rto_min_us = 200000;
 	cfg->rto_max_us = 60000000;
@@ -127,6 +128,33 @@ static uint16_t window_field(struct iwn_tcp_conn *c, bool syn)
 	return (uint16_t)(f > 0xFFFF ? 0xFFFF : f);
 }
 
+/* SACK blocks for an ACK (RFC 2018 sec. 4): the block holding the newest
+ * out-of-order arrival first, then the others; as many as fit the option
+ * space and, on a data segment, the MSS next to len data bytes. */
+static void sack_blocks(struct iwn_tcp_conn *c, struct iwn_tcp_opts *o, uint32_t len)
+{
+	uint32_t room = c->eff_mss > len ? c->eff_mss - len : 0;
+	uint32_t max = c->ts_on ? 3 : IWN_TCP_MAX_SACK;
+	if (room < 12)
+		return;
+	if ((room - 4) / 8 < max)
+		max = (room - 4) / 8;
+	const struct iwn_rcvbuf *rb = &c->rb;
+	uint32_t first = 0;
+	for (uint32_t i = 0; i < rb->n_ooo; i++)
+		if (rb->ooo[i].start <= c->last_ooo && c->last_ooo < rb->ooo[i].end)
+			first = i;
+	uint8_t n = 0;
+	for (uint32_t k = 0; k < rb->n_ooo && n < max; k++) {
+		uint32_t i = k == 0 ? first : (k <= first ? k - 1 : k);
+		o->sack[n][0] = c->rcv_nxt + (uint32_t)(rb->ooo[i].start - rb->nxt);
+		o->sack[n][1] = c->rcv_nxt + (uint32_t)(rb->ooo[i].end - rb->nxt);
+		n++;
+	}
+	o->n_sack = n;
+	c->stats.sack_blocks_sent += n;
+}
+
 /* Build and hand out one segment; len data bytes from the send buffer at
  * sequence seq. */
 static void send_seg(struct iwn_tcp_conn *c, uint64_t now, uint32_t seq, uint8_t flags, uint32_t len)
@@ -150,12 +178,16 @@ static void send_seg(struct iwn_tcp_conn *c, uint64_t now, uint32_t seq, uint8_t
 			h.opt.ws = c->rcv_ws;
 		}
 	}
+	if (syn && c->cfg.sack && (!c->passive || c->sack_on))
+		h.opt.sack_ok = true;
 	if (!(flags & IWN_TCP_RST) &&
 	    (c->ts_on || (syn && c->cfg.timestamps && c->state == IWN_TCP_SYN_SENT))) {
 		h.opt.has_ts = true;
 		h.opt.tsval = ts_now(c, now);
 		h.opt.tsecr = (flags & IWN_TCP_ACK) ? c->ts_recent : 0;
 	}
+	if (!syn && (flags & IWN_TCP_ACK) && c->sack_on && c->rb.n_ooo)
+		sack_blocks(c, &h.opt, len);
 	h.win = (flags & IWN_TCP_RST) ? 0 : window_field(c, syn);
 	size_t hlen = iwn_tcp_build(seg, &h);
 	if (len)
@@ -282,7 +314,31 @@ static void retransmit_first(struct iwn_tcp_conn *c, uint64_t now)
 	c->rtt_on = false; /* Karn */
 	c->stats.retransmitted_segs++;
 	send_seg(c, now, c->snd_una, IWN_TCP_ACK | (len ? IWN_TCP_PSH : 0) | (fin ? IWN_TCP_FIN : 0), len);
+	c->rexmit_nxt = iwn_seq_max(c->rexmit_nxt, c->snd_una + len);
 	arm_rto(c, now);
+}
+
+/* In recovery with SACK: resend the next hole below the highest SACKed
+ * byte not resent yet. true when one went out. */
+static bool retransmit_hole(struct iwn_tcp_conn *c, uint64_t now)
+{
+	uint32_t hs, he;
+	if (!c->sack_on || !iwn_sack_next_hole(&c->sacked, c->snd_una, c->rexmit_nxt, &hs, &he))
+		return false;
+	uint32_t dend = data_end(c);
+	uint32_t lim = iwn_seq_min(he, iwn_seq_min(dend, c->snd_max));
+	if (!iwn_seq_lt(hs, lim))
+		return false;
+	uint32_t len = lim - hs < c->eff_mss ? lim - hs : c->eff_mss;
+	len = iwn_sndbuf_seglen(&c->sb, hs - (c->iss + 1 + (uint32_t)c->sb.base), len);
+	if (len == 0)
+		return false;
+	c->rtt_on = false; /* Karn */
+	c->stats.retransmitted_segs++;
+	c->stats.sack_rexmits++;
+	send_seg(c, now, hs, IWN_TCP_ACK | IWN_TCP_PSH, len);
+	c->rexmit_nxt = hs + len;
+	return true;
 }
 
 static void take_syn_options(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h)
@@ -297,6 +353,7 @@ static void take_syn_options(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h
 		c->snd_ws = 0;
 		c->rcv_ws = 0;
 	}
+	c->sack_on = c->cfg.sack && h->opt.sack_ok;
 	c->ts_on = c->cfg.timestamps && h->opt.has_ts;
 	if (c->ts_on) {
 		c->ts_recent = h->opt.tsval;
@@ -344,6 +401,7 @@ static void new_ack(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_
 	c->snd_una = ack;
 	if (iwn_seq_lt(c->snd_nxt, c->snd_una))
 		c->snd_nxt = c->snd_una;
+	iwn_sack_prune(&c->sacked, c->snd_una);
 	enum iwn_cc_action a = iwn_cc_on_ack(&c->cc, ack, acked, flight);
 	if (c->snd_una == c->snd_max) {
 		c->rto_at = NEVER;
@@ -351,7 +409,9 @@ static void new_ack(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_
 	} else {
 		arm_rto(c, now);
 	}
-	if (a == IWN_CC_RETRANSMIT)
+	/* NewReno partial ACK: resend the next hole unless SACK recovery
+	 * already did. */
+	if (a == IWN_CC_RETRANSMIT && !(c->sack_on && iwn_seq_lt(c->snd_una, c->rexmit_nxt)))
 		retransmit_first(c, now);
 }
 
@@ -375,7 +435,7 @@ int iwn_tcp_connect(struct iwn_tcp_conn *c, uint32_t laddr, uint16_t lport, uint
 	c->rport = rport;
 	c->iss = iwn_tcp_isn(c->isn_key, laddr, lport, raddr, rport, now);
 	c->ts_offset = iwn_tcp_isn(c->isn_key, raddr, rport, laddr, lport, 0);
-	c->snd_una = c->snd_nxt = c->snd_max = c->iss;
+	c->snd_una = c->snd_nxt = c->snd_max = c->rexmit_nxt = c->iss;
 	c->rcv_ws = c->cfg.wscale ? our_wscale(c->cfg.rcvbuf) : 0;
 	c->eff_mss = c->cfg.mss;
 	c->state = IWN_TCP_SYN_SENT;
@@ -398,7 +458,7 @@ int iwn_tcp_accept_syn(struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, c
 	set_window(c, h, true);
 	c->iss = iwn_tcp_isn(c->isn_key, laddr, c->lport, raddr, c->rport, now);
 	c->ts_offset = iwn_tcp_isn(c->isn_key, raddr, c->rport, laddr, c->lport, 0);
-	c->snd_una = c->snd_nxt = c->snd_max = c->iss;
+	c->snd_una = c->snd_nxt = c->snd_max = c->rexmit_nxt = c->iss;
 	c->state = IWN_TCP_SYN_RCVD;
 	output(c, now, false);
 	return 0;
@@ -567,15 +627,22 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 		return;
 	}
 	uint32_t win = (uint32_t)h->win << c->snd_ws;
-	if (iwn_seq_gt(h->ack, c->snd_una)) {
+	bool advanced = iwn_seq_gt(h->ack, c->snd_una);
+	if (advanced)
 		new_ack(c, h, now);
-	} else if (h->ack == c->snd_una && plen == 0 && !fin && win == c->snd_wnd && c->snd_max != c->snd_una &&
-		   c->snd_wnd != 0) {
+	if (c->sack_on && h->opt.n_sack)
+		iwn_sack_add(&c->sacked, (const uint32_t(*)[2])h->opt.sack, h->opt.n_sack, c->snd_una, c->snd_max);
+	if (!advanced && h->ack == c->snd_una && plen == 0 && !fin && win == c->snd_wnd && c->snd_max != c->snd_una &&
+	    c->snd_wnd != 0) {
 		c->stats.dupacks++;
 		uint32_t flight = c->snd_max - c->snd_una;
+		bool was = c->cc.in_recovery;
 		if (iwn_cc_on_dupack(&c->cc, c->snd_una, c->snd_max, flight) == IWN_CC_RETRANSMIT) {
 			c->stats.fast_retransmits++;
+			c->rexmit_nxt = c->snd_una;
 			retransmit_first(c, now);
+		} else if (was) {
+			retransmit_hole(c, now); /* the inflation pays for it */
 		}
 	}
 	if (iwn_seq_lt(c->snd_wl1, seq) || (c->snd_wl1 == seq && iwn_seq_le(c->snd_wl2, h->ack))) {
@@ -632,6 +699,7 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 		c->stats.bytes_in += plen;
 		if (seq != c->rcv_nxt) {
 			c->stats.ooo_segs++;
+			c->last_ooo = off;
 			if (c->ooo)
 				c->ooo(c->ooo_arg, c, off, data, plen);
 			if (iwn_rcvbuf_insert(&c->rb, off, data, plen) < 0)
@@ -787,6 +855,8 @@ static void rto_expired(struct iwn_tcp_conn *c, uint64_t now)
 	iwn_cc_on_rto(&c->cc, c->snd_max - c->snd_una, c->snd_max);
 	iwn_rtt_backoff(&c->rtt);
 	c->rtt_on = false; /* Karn: nothing outstanding is timed any more */
+	iwn_sack_clear(&c->sacked); /* RFC 2018 sec. 8: the receiver may renege */
+	c->rexmit_nxt = c->snd_una;
 	c->snd_nxt = c->snd_una;
 	output(c, now, true);
 }

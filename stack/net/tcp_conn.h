@@ -12,6 +12,7 @@
 #include "tcp_isn.h"
 #include "tcp_rcvbuf.h"
 #include "tcp_rtt.h"
+#include "tcp_sack.h"
 #include "tcp_seg.h"
 #include "tcp_sndbuf.h"
 
@@ -35,6 +36,7 @@ struct iwn_tcp_cfg {
 	uint16_t mss;            /* what we announce (MTU - 40) */
 	bool wscale;             /* offer RFC 7323 window scaling */
 	bool timestamps;         /* offer RFC 7323 timestamps (RTTM, PAWS) */
+	bool sack;               /* offer RFC 2018 selective acknowledgments */
 	bool nodelay;            /* no Nagle: send short segments at once */
 	uint64_t rto_min_us, rto_max_us;
 	uint64_t delack_us;      /* 0: acknowledge every segment at once */
@@ -43,7 +45,8 @@ struct iwn_tcp_cfg {
 	uint32_t max_retries;    /* RTO expiries in a row before giving up */
 	uint32_t syn_retries;
 };
-/* Defaults: 64 KiB buffers, MSS 1460, window scaling, timestamps, nodelay, RTO
+/* Defaults: 64 KiB buffers, MSS 1460, window scaling, timestamps, SACK,
+ * nodelay, RTO
  * 200 ms .. 60 s, delayed ACK 40 ms, MSL 30 s, FIN-WAIT-2 orphan 60 s,
  * 12 / 6 retries. */
 void iwn_tcp_cfg_default(struct iwn_tcp_cfg *cfg);
@@ -52,6 +55,7 @@ struct iwn_tcp_stats {
 	uint64_t segs_in, segs_out, bytes_in, bytes_out;
 	uint64_t rto_expired, fast_retransmits, retransmitted_segs, dupacks;
 	uint64_t ooo_segs, ooo_dropped, dup_segs, window_probes, bad_acks, paws_dropped;
+	uint64_t sack_rexmits, sack_blocks_sent;
 };
 
 struct iwn_tcp_conn;
@@ -80,6 +84,10 @@ struct iwn_tcp_conn {
 	bool ws_on;          /* both sides sent the window scale option */
 	bool ts_on;          /* both sides sent timestamps */
 	uint32_t ts_recent, ts_offset, last_ack_sent;
+	bool sack_on;        /* both sides sent SACK-permitted */
+	struct iwn_sack_board sacked; /* what the peer SACKed (sender side) */
+	uint32_t rexmit_nxt; /* recovery: holes below this were resent */
+	uint64_t last_ooo;   /* stream offset of the newest out-of-order arrival */
 	uint16_t peer_mss, eff_mss;
 	bool fin_queued;     /* the application closed its sending side */
 	struct iwn_sndbuf sb;

@@ -53,6 +53,18 @@ static void parse_opts(const uint8_t *p, size_t len, struct iwn_tcp_opts *o)
 			if (olen == 2)
 				o->sack_ok = true;
 			break;
+		case IWN_TCPOPT_SACK:
+			if (olen >= 10 && (olen - 2) % 8 == 0) {
+				uint8_t n = (uint8_t)((olen - 2) / 8);
+				if (n > IWN_TCP_MAX_SACK)
+					n = IWN_TCP_MAX_SACK;
+				for (uint8_t k = 0; k < n; k++) {
+					o->sack[k][0] = iw_get_be32(v + 8 * k);
+					o->sack[k][1] = iw_get_be32(v + 8 * k + 4);
+				}
+				o->n_sack = n;
+			}
+			break;
 		case IWN_TCPOPT_TS:
 			if (olen == 10) {
 				o->has_ts = true;
@@ -91,7 +103,8 @@ int iwn_tcp_parse(const uint8_t *seg, size_t len, uint32_t src, uint32_t dst, st
 
 size_t iwn_tcp_opts_len(const struct iwn_tcp_opts *o)
 {
-	return (o->has_mss ? 4u : 0u) + (o->has_ws ? 4u : 0u) + (o->sack_ok ? 4u : 0u) + (o->has_ts ? 12u : 0u);
+	return (o->has_mss ? 4u : 0u) + (o->has_ws ? 4u : 0u) + (o->sack_ok ? 4u : 0u) + (o->has_ts ? 12u : 0u) +
+	       (o->n_sack ? 4u + 8u * o->n_sack : 0u);
 }
 
 size_t iwn_tcp_build(uint8_t *p, const struct iwn_tcp_hdr *h)
@@ -126,6 +139,18 @@ size_t iwn_tcp_build(uint8_t *p, const struct iwn_tcp_hdr *h)
 		iw_put_be32(q + 4, o->tsval);
 		iw_put_be32(q + 8, o->tsecr);
 		q += 12;
+	}
+	if (o->n_sack) {
+		uint8_t n = o->n_sack > IWN_TCP_MAX_SACK ? IWN_TCP_MAX_SACK : o->n_sack;
+		q[0] = IWN_TCPOPT_NOP;
+		q[1] = IWN_TCPOPT_NOP;
+		q[2] = IWN_TCPOPT_SACK;
+		q[3] = (uint8_t)(2 + 8 * n);
+		for (uint8_t k = 0; k < n; k++) {
+			iw_put_be32(q + 4 + 8 * k, o->sack[k][0]);
+			iw_put_be32(q + 8 + 8 * k, o->sack[k][1]);
+		}
+		q += 4 + 8 * n;
 	}
 	size_t hlen = (size_t)(q - p);
 	iw_put_be16(p + IWN_TCP_OFF_SPORT, h->sport);

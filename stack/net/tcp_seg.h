@@ -33,7 +33,9 @@ _Static_assert(IWN_TCP_OFF_URP + 2 == IWN_TCP_HLEN, "TCP header without options 
 #define IWN_TCPOPT_MSS 2
 #define IWN_TCPOPT_WS 3
 #define IWN_TCPOPT_SACK_OK 4
+#define IWN_TCPOPT_SACK 5
 #define IWN_TCPOPT_TS 8
+#define IWN_TCP_MAX_SACK 4 /* blocks that fit 40 option bytes */
 #define IWN_TCP_WS_MAX 14 /* RFC 7323 sec. 2.3 */
 
 struct iwn_tcp_opts {
@@ -41,6 +43,8 @@ struct iwn_tcp_opts {
 	uint16_t mss;
 	uint8_t ws;
 	uint32_t tsval, tsecr;
+	uint8_t n_sack; /* SACK blocks (RFC 2018), [start, end) sequence numbers */
+	uint32_t sack[IWN_TCP_MAX_SACK][2];
 };
 
 struct iwn_tcp_hdr {
@@ -58,7 +62,8 @@ struct iwn_tcp_hdr {
  * (host order). 0; -EINVAL malformed (data offset); -EBADMSG checksum.
  * Malformed options are ignored from the bad one on. */
 int iwn_tcp_parse(const uint8_t *seg, size_t len, uint32_t src, uint32_t dst, struct iwn_tcp_hdr *h);
-/* Bytes the options in o take when built (a multiple of 4, <= 40). */
+/* Bytes the options in o take when built (a multiple of 4; the caller
+ * keeps the total <= 40: at most 3 SACK blocks next to timestamps). */
 size_t iwn_tcp_opts_len(const struct iwn_tcp_opts *o);
 /* Writes the header and options (h->hlen is ignored and the written length
  * returned); the checksum field is left 0. */

@@ -290,6 +290,36 @@ START_TEST(test_tcp_options)
 }
 END_TEST
 
+START_TEST(test_tcp_sack_option)
+{
+	struct iwn_tcp_hdr w, h;
+	memset(&w, 0, sizeof(w));
+	w.flags = IWN_TCP_ACK;
+	w.opt.has_ts = true;
+	w.opt.n_sack = 3;
+	for (int k = 0; k < 3; k++) {
+		w.opt.sack[k][0] = 0xfffffff0u + 100u * (uint32_t)k;
+		w.opt.sack[k][1] = 0xfffffff0u + 100u * (uint32_t)k + 50u;
+	}
+	ck_assert_uint_eq(iwn_tcp_opts_len(&w.opt), 40);
+	uint8_t out[60];
+	size_t n = iwn_tcp_build(out, &w);
+	ck_assert_uint_eq(n, 60);
+	/* NOP NOP kind 5 length 26, then the blocks. */
+	const uint8_t head[] = {1, 1, 5, 26, 0xff, 0xff, 0xff, 0xf0, 0x00, 0x00, 0x00, 0x22};
+	ck_assert_mem_eq(out + 32, head, sizeof(head));
+	iwn_tcp_set_csum(out, n, 3, 4);
+	ck_assert_int_eq(iwn_tcp_parse(out, n, 3, 4, &h), 0);
+	ck_assert_uint_eq(h.opt.n_sack, 3);
+	ck_assert_uint_eq(h.opt.sack[2][0], 0xfffffff0u + 200u);
+	ck_assert_uint_eq(h.opt.sack[2][1], 0xfffffff0u + 250u);
+	/* Lengths that are not 2 + 8n are ignored. */
+	const uint8_t bad[] = {5, 9, 0, 0, 0, 1, 0, 0, 0, 2, 1, 1};
+	ck_assert_int_eq(parse_with_opts(bad, sizeof(bad), &h), 0);
+	ck_assert_uint_eq(h.opt.n_sack, 0);
+}
+END_TEST
+
 START_TEST(test_random_never_crashes)
 {
 	uint64_t st = iwt_seed();
@@ -325,6 +355,7 @@ static Suite *codec_suite(void)
 	tcase_add_test(t, test_tcp_build_syn);
 	tcase_add_test(t, test_tcp_data_csum);
 	tcase_add_test(t, test_tcp_options);
+	tcase_add_test(t, test_tcp_sack_option);
 	tcase_add_test(t, test_random_never_crashes);
 	suite_add_tcase(s, t);
 	return s;

@@ -13,6 +13,7 @@
 #include "stack/net/tcp_isn.h"
 #include "stack/net/tcp_rcvbuf.h"
 #include "stack/net/tcp_rtt.h"
+#include "stack/net/tcp_sack.h"
 #include "stack/net/tcp_sndbuf.h"
 
 START_TEST(test_siphash_vectors)
@@ -269,8 +270,9 @@ START_TEST(test_cc_newreno)
 	ck_assert_int_eq(iwn_cc_on_ack(&cc, 6000, 2000, 6000), IWN_CC_RETRANSMIT);
 	ck_assert_uint_eq(cc.cwnd, 6000);
 	ck_assert(cc.in_recovery);
-	/* Full ACK beyond recover: out, cwnd = min(ssthresh, flight + MSS). */
-	ck_assert_int_eq(iwn_cc_on_ack(&cc, 10001, 4001, 4001), IWN_CC_NONE);
+	/* Full ACK (reaching recover = snd_max at entry): out,
+	 * cwnd = min(ssthresh, max(flight, MSS) + MSS). */
+	ck_assert_int_eq(iwn_cc_on_ack(&cc, 10000, 4000, 4000), IWN_CC_NONE);
 	ck_assert(!cc.in_recovery);
 	ck_assert_uint_eq(cc.cwnd, 2000);
 	/* Congestion avoidance: one MSS per cwnd of ACKed bytes. */
@@ -288,6 +290,46 @@ START_TEST(test_cc_newreno)
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_eq(iwn_cc_on_dupack(&cc, 20000, 30000, 8000), IWN_CC_NONE);
 	ck_assert(!cc.in_recovery);
+}
+END_TEST
+
+START_TEST(test_sack_board)
+{
+	struct iwn_sack_board b;
+	iwn_sack_clear(&b);
+	const uint32_t una = 0xfffffc00u, max = una + 10000;
+	const uint32_t blk[][2] = {
+		{una + 3000, una + 4000}, {una + 1000, una + 2000}, {una + 2000, una + 2500}, /* merges */
+		{una + 5000, una + 4000},                                                   /* inverted */
+		{una - 100, una + 50},                                                      /* below snd_una */
+		{una + 9000, max + 1},                                                      /* beyond snd_max */
+	};
+	iwn_sack_add(&b, blk, 6, una, max);
+	ck_assert_uint_eq(b.n, 2);
+	ck_assert_uint_eq(b.s[0], una + 1000);
+	ck_assert_uint_eq(b.e[0], una + 2500);
+	ck_assert_uint_eq(b.s[1], una + 3000);
+	uint32_t hs, he;
+	ck_assert(iwn_sack_next_hole(&b, una, una, &hs, &he));
+	ck_assert_uint_eq(hs, una);
+	ck_assert_uint_eq(he, una + 1000);
+	ck_assert(iwn_sack_next_hole(&b, una, una + 1000, &hs, &he));
+	ck_assert_uint_eq(hs, una + 2500);
+	ck_assert_uint_eq(he, una + 3000);
+	ck_assert(!iwn_sack_next_hole(&b, una, una + 3000, &hs, &he)); /* nothing known lost above */
+	iwn_sack_prune(&b, una + 1500);
+	ck_assert_uint_eq(b.n, 2);
+	ck_assert_uint_eq(b.s[0], una + 1500);
+	iwn_sack_prune(&b, una + 3500);
+	ck_assert_uint_eq(b.n, 1);
+	ck_assert_uint_eq(b.s[0], una + 3500);
+	/* A full board drops new disjoint reports. */
+	iwn_sack_clear(&b);
+	for (uint32_t k = 0; k < IWN_SACK_RANGES + 3; k++) {
+		const uint32_t one[1][2] = {{una + 100 * (k + 1), una + 100 * (k + 1) + 10}};
+		iwn_sack_add(&b, one, 1, una, max);
+	}
+	ck_assert_uint_eq(b.n, IWN_SACK_RANGES);
 }
 END_TEST
 
@@ -375,6 +417,7 @@ static Suite *parts_suite(void)
 	tcase_add_test(t, test_rcvbuf_holes_full);
 	tcase_add_test(t, test_rcvbuf_random);
 	tcase_add_test(t, test_cc_newreno);
+	tcase_add_test(t, test_sack_board);
 	tcase_add_test(t, test_arp_cache);
 	suite_add_tcase(s, t);
 	return s;

@@ -179,7 +179,7 @@ struct scenario {
 	uint16_t mtu;
 	bool records;  /* the client writes records (segment boundaries) */
 	bool no_delack;
-	bool no_ts[2]; /* host i does not offer timestamps */
+	bool no_ts[2]; /* host i offers neither timestamps nor SACK */
 	bool wrap;     /* client ISN just below 2^32: its stream crosses the wrap */
 	uint32_t mangle_ppm; /* hostile link: header rewrites, only termination checked */
 };
@@ -251,8 +251,10 @@ static void tcp_cfg(const struct scenario *sc, int i, struct iwn_tcp_cfg *t)
 		t->sndbuf = sc->sndbuf[i];
 	if (sc->no_delack)
 		t->delack_us = 0;
-	if (sc->no_ts[i])
+	if (sc->no_ts[i]) {
 		t->timestamps = false;
+		t->sack = false;
+	}
 }
 
 static void run(const struct scenario *sc, uint64_t seed, struct result *res)
@@ -395,7 +397,7 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 		n = 1;
 	const char *only = getenv("IWT_NET_ONLY_SEED");
 	uint32_t ok = 0, timeouts = 0;
-	uint64_t rto = 0, fr = 0, ooo = 0, probes = 0, hook = 0, recsegs = 0, paws = 0;
+	uint64_t rto = 0, fr = 0, ooo = 0, probes = 0, hook = 0, recsegs = 0, paws = 0, sackrx = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t seed = base * 1000003u + i * 0x9E3779B97F4A7C15ULL + (uint64_t)(uintptr_t)sc->name[0];
 		if (only)
@@ -419,6 +421,7 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 			ooo += r.st[k].ooo_segs;
 			probes += r.st[k].window_probes;
 			paws += r.st[k].paws_dropped;
+			sackrx += r.st[k].sack_rexmits;
 		}
 		hook += r.ooo_calls;
 		recsegs += r.rec_segs;
@@ -427,9 +430,9 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 	}
 	fprintf(stderr,
 		"%s: %u seeds, %u complete, %u ended early (reset or timeout); rto %llu fast-rexmit %llu ooo %llu "
-		"(hook saw %llu) probes %llu paws %llu aligned-record-segs %llu\n",
+		"(hook saw %llu) probes %llu paws %llu sack-rexmit %llu aligned-record-segs %llu\n",
 		sc->name, only ? 1 : n, ok, timeouts, (unsigned long long)rto, (unsigned long long)fr,
-		(unsigned long long)ooo, (unsigned long long)hook, (unsigned long long)probes, (unsigned long long)paws,
+		(unsigned long long)ooo, (unsigned long long)hook, (unsigned long long)probes, (unsigned long long)paws, (unsigned long long)sackrx,
 		(unsigned long long)recsegs);
 	if (sc->records)
 		ck_assert_uint_gt(recsegs, 0);
@@ -451,7 +454,7 @@ static const struct scenario mixed = {
 	.max_bytes = {100000, 100000},
 };
 static const struct scenario mixed_nots = {
-	.name = "loss3-reorder10-dup3-no-timestamps", .link = LINK(30000, 30000, 100000, 200, 5000),
+	.name = "loss3-reorder10-dup3-no-ts-no-sack", .link = LINK(30000, 30000, 100000, 200, 5000),
 	.max_bytes = {100000, 100000}, .no_ts = {false, true},
 };
 static const struct scenario tiny = {

@@ -28,6 +28,7 @@ struct seglog {
 	uint64_t drop_after;   /* drop matching segments after this time */
 	bool drop_data_only;
 	int drop_nth_data;     /* drop the nth data segment from host 0 once (1-based), 0: none */
+	int drop_nth_data2;    /* and this one */
 	int data_seen;
 };
 
@@ -49,8 +50,11 @@ static bool log_filter(void *arg, int from, uint8_t *f, uint32_t len)
 		L->e[L->n].plen = h.plen;
 		L->n++;
 	}
-	if (from == 0 && h.plen && L->drop_nth_data && ++L->data_seen == L->drop_nth_data)
-		return false;
+	if (from == 0 && h.plen && L->drop_nth_data) {
+		++L->data_seen;
+		if (L->data_seen == L->drop_nth_data || L->data_seen == L->drop_nth_data2)
+			return false;
+	}
 	if (from == L->drop_from && log_now >= L->drop_after && (!L->drop_data_only || h.plen))
 		return false;
 	return true;
@@ -356,6 +360,55 @@ START_TEST(test_fast_retransmit)
 }
 END_TEST
 
+/* Two segments of one window lost: SACK recovery resends both holes in
+ * one round trip, with no timeout; without SACK NewReno needs a partial
+ * ACK per hole. */
+static void two_losses(bool sack, struct iwn_tcp_stats *st)
+{
+	struct iwn_tcp_cfg t;
+	iwn_tcp_cfg_default(&t);
+	t.delack_us = 0;
+	t.sack = sack;
+	setup(&t, &t, 0);
+	struct iwn_tcp_conn *a, *b;
+	connect_pair(&a, &b);
+	lg.drop_nth_data = 20; /* past slow start's first rounds: a window */
+	lg.drop_nth_data2 = 24; /* large enough for dupacks after both */
+	static uint8_t d[60000], got[60000];
+	for (int i = 0; i < 60000; i++)
+		d[i] = (uint8_t)(i * 29 + 1);
+	uint32_t sent = 0, off = 0;
+	for (int k = 0; k < 4000 && off < sizeof(d); k++) {
+		if (sent < sizeof(d)) {
+			int r = iwn_tcp_send(a, d + sent, (uint32_t)sizeof(d) - sent, sim.now);
+			ck_assert_int_ge(r, 0);
+			sent += (uint32_t)r;
+		}
+		off += iwn_tcp_recv(b, got + off, (uint32_t)sizeof(got) - off, sim.now);
+		step_all(MS);
+	}
+	ck_assert_uint_eq(off, sizeof(d));
+	ck_assert_mem_eq(got, d, sizeof(d));
+	ck_assert_int_eq(a->sack_on, sack);
+	*st = a->stats;
+	netsim_fini(&sim);
+}
+
+START_TEST(test_sack_recovery)
+{
+	struct iwn_tcp_stats with, without;
+	two_losses(true, &with);
+	two_losses(false, &without);
+	ck_assert_uint_eq(with.rto_expired, 0);
+	ck_assert_uint_eq(with.fast_retransmits, 1);
+	ck_assert_uint_ge(with.sack_rexmits, 1); /* the second hole, before any partial ACK */
+	ck_assert_uint_eq(with.retransmitted_segs, 2);
+	ck_assert_uint_eq(without.rto_expired, 0);
+	ck_assert_uint_eq(without.sack_rexmits, 0);
+	ck_assert_uint_eq(without.retransmitted_segs, 2); /* NewReno partial ACK */
+}
+END_TEST
+
 START_TEST(test_delayed_ack)
 {
 	setup(NULL, NULL, 0);
@@ -437,6 +490,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(t, test_rto_backoff_and_give_up);
 	tcase_add_test(t, test_zero_window_probe);
 	tcase_add_test(t, test_fast_retransmit);
+	tcase_add_test(t, test_sack_recovery);
 	tcase_add_test(t, test_delayed_ack);
 	tcase_add_test(t, test_simultaneous_open);
 	tcase_add_test(t, test_connect_errors);
