@@ -415,11 +415,11 @@ static void new_ack(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_
 		retransmit_first(c, now);
 }
 
-static void established(struct iwn_tcp_conn *c, uint64_t now)
+static void established(struct iwn_tcp_conn *c)
 {
-	c->state = IWN_TCP_ESTABLISHED;
+	/* A close in SYN-RECEIVED waited for this (RFC 9293 sec. 3.10.4). */
+	c->state = c->fin_queued ? IWN_TCP_FIN_WAIT_1 : IWN_TCP_ESTABLISHED;
 	iwn_cc_init(&c->cc, c->eff_mss);
-	(void)now;
 }
 
 /* ---- opening ---- */
@@ -483,7 +483,7 @@ static void syn_sent_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, 
 		return;
 	take_syn_options(c, h);
 	if (ack) {
-		established(c, now);
+		established(c);
 		set_window(c, h, true);
 		new_ack(c, h, now);
 		c->ack_now = true;
@@ -613,7 +613,7 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 
 	if (c->state == IWN_TCP_SYN_RCVD) {
 		if (iwn_seq_gt(h->ack, c->snd_una) && iwn_seq_le(h->ack, c->snd_max)) {
-			established(c, now);
+			established(c);
 			set_window(c, h, false);
 		} else {
 			send_rst(c, h->ack, now);
@@ -748,10 +748,12 @@ int iwn_tcp_send(struct iwn_tcp_conn *c, const void *p, uint32_t n, uint64_t now
 	int r = send_check(c);
 	if (r)
 		return r;
+	if (n > INT32_MAX)
+		n = INT32_MAX;
 	uint32_t k = iwn_sndbuf_write(&c->sb, p, n);
 	if (k)
 		output(c, now, false);
-	return (int)(k > INT32_MAX ? INT32_MAX : k);
+	return (int)k;
 }
 
 int iwn_tcp_send_record(struct iwn_tcp_conn *c, const void *p, uint32_t n, uint64_t now)
@@ -792,6 +794,8 @@ void iwn_tcp_close(struct iwn_tcp_conn *c, uint64_t now)
 		close_with(c, 0);
 		return;
 	case IWN_TCP_SYN_RCVD:
+		c->fin_queued = true; /* the FIN follows once established */
+		return;
 	case IWN_TCP_ESTABLISHED:
 		c->fin_queued = true;
 		c->state = IWN_TCP_FIN_WAIT_1;

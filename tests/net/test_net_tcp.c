@@ -477,6 +477,134 @@ START_TEST(test_connect_errors)
 }
 END_TEST
 
+/* The connection core alone, no host layer: segments captured from the
+ * output callback, crafted ones fed in. */
+static struct {
+	struct iwn_tcp_hdr h[16];
+	uint8_t data[16][64];
+	int n;
+} bare;
+
+static void bare_out(void *arg, struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, uint8_t *seg, uint32_t len)
+{
+	(void)arg;
+	(void)c;
+	ck_assert_int_lt(bare.n, 16);
+	ck_assert_int_eq(iwn_tcp_parse(seg, len, laddr, raddr, &bare.h[bare.n]), 0);
+	uint32_t pl = bare.h[bare.n].plen < 64 ? bare.h[bare.n].plen : 64;
+	memcpy(bare.data[bare.n], bare.h[bare.n].payload, pl);
+	bare.h[bare.n].payload = bare.data[bare.n];
+	bare.n++;
+}
+
+START_TEST(test_bare_close_in_syn_received)
+{
+	static uint8_t txbuf[64 + 60 + 1460];
+	static const uint8_t key[16] = {7};
+	struct iwn_tcp_cfg cfg;
+	iwn_tcp_cfg_default(&cfg);
+	struct iwn_tcp_conn c;
+	ck_assert_int_eq(iwn_tcp_conn_init(&c, &cfg, txbuf, 64, bare_out, NULL, key), 0);
+	memset(&bare, 0, sizeof(bare));
+	struct iwn_tcp_hdr syn = {.sport = 1234, .dport = 80, .seq = 5000, .flags = IWN_TCP_SYN, .win = 8192};
+	syn.opt.has_mss = true;
+	syn.opt.mss = 1000;
+	ck_assert_int_eq(iwn_tcp_accept_syn(&c, 1, 2, &syn, 100), 0);
+	ck_assert_int_eq(c.state, IWN_TCP_SYN_RCVD);
+	ck_assert_int_eq(bare.n, 1);
+	ck_assert_uint_eq(bare.h[0].flags, IWN_TCP_SYN | IWN_TCP_ACK);
+	ck_assert_uint_eq(bare.h[0].ack, 5001);
+	ck_assert(!bare.h[0].opt.has_ws && !bare.h[0].opt.has_ts && !bare.h[0].opt.sack_ok); /* not offered */
+	ck_assert_uint_eq(c.eff_mss, 1000);
+	/* Close before the handshake completes: nothing yet, the state stays. */
+	iwn_tcp_close(&c, 200);
+	ck_assert_int_eq(c.state, IWN_TCP_SYN_RCVD);
+	ck_assert_int_eq(bare.n, 1);
+	ck_assert_int_eq(iwn_tcp_send(&c, "x", 1, 200), -EPIPE);
+	/* The SYN-ACK is lost: the RTO resends it, not a FIN. */
+	iwn_tcp_timers(&c, iwn_tcp_next_deadline(&c));
+	ck_assert_int_eq(bare.n, 2);
+	ck_assert_uint_eq(bare.h[1].flags, IWN_TCP_SYN | IWN_TCP_ACK);
+	/* The ACK arrives with 3 data bytes: FIN-WAIT-1, data acknowledged,
+	 * FIN sent. */
+	uint8_t three[3] = {'a', 'b', 'c'};
+	struct iwn_tcp_hdr ack = {.sport = 1234, .dport = 80, .seq = 5001, .ack = c.iss + 1,
+				  .flags = IWN_TCP_ACK | IWN_TCP_PSH, .win = 8192, .payload = three, .plen = 3};
+	iwn_tcp_input(&c, &ack, 3000000);
+	ck_assert_int_eq(c.state, IWN_TCP_FIN_WAIT_1);
+	ck_assert_int_eq(bare.n, 3);
+	ck_assert_uint_eq(bare.h[2].flags, IWN_TCP_ACK | IWN_TCP_FIN);
+	ck_assert_uint_eq(bare.h[2].seq, c.iss + 1);
+	ck_assert_uint_eq(bare.h[2].ack, 5004);
+	char buf[8];
+	ck_assert_uint_eq(iwn_tcp_recv(&c, buf, sizeof(buf), 3000000), 3);
+	ck_assert_mem_eq(buf, "abc", 3);
+	/* Peer ACKs our FIN and sends its own: TIME-WAIT. */
+	struct iwn_tcp_hdr fin = {.sport = 1234, .dport = 80, .seq = 5004, .ack = c.iss + 2,
+				  .flags = IWN_TCP_ACK | IWN_TCP_FIN, .win = 8192};
+	iwn_tcp_input(&c, &fin, 3001000);
+	ck_assert_int_eq(c.state, IWN_TCP_TIME_WAIT);
+	ck_assert(iwn_tcp_eof(&c));
+	ck_assert_uint_eq(bare.h[bare.n - 1].ack, 5005);
+	/* A stale segment from before (old timestamp-free duplicate) is
+	 * answered with an ACK and changes nothing. */
+	int before = bare.n;
+	iwn_tcp_input(&c, &ack, 3002000);
+	ck_assert_int_eq(bare.n, before + 1);
+	ck_assert_int_eq(c.state, IWN_TCP_TIME_WAIT);
+	iwn_tcp_timers(&c, iwn_tcp_next_deadline(&c));
+	ck_assert_int_eq(c.state, IWN_TCP_CLOSED);
+	ck_assert_int_eq(c.err, 0);
+	iwn_tcp_conn_fini(&c);
+}
+END_TEST
+
+START_TEST(test_bare_rst_rules)
+{
+	static uint8_t txbuf[64 + 60 + 1460];
+	static const uint8_t key[16] = {9};
+	struct iwn_tcp_cfg cfg;
+	iwn_tcp_cfg_default(&cfg);
+	struct iwn_tcp_conn c;
+	ck_assert_int_eq(iwn_tcp_conn_init(&c, &cfg, txbuf, 64, bare_out, NULL, key), 0);
+	memset(&bare, 0, sizeof(bare));
+	struct iwn_tcp_hdr syn = {.sport = 1, .dport = 2, .seq = 100, .flags = IWN_TCP_SYN, .win = 1000};
+	ck_assert_int_eq(iwn_tcp_accept_syn(&c, 1, 2, &syn, 0), 0);
+	struct iwn_tcp_hdr ack = {.sport = 1, .dport = 2, .seq = 101, .ack = c.iss + 1, .flags = IWN_TCP_ACK,
+				  .win = 1000};
+	iwn_tcp_input(&c, &ack, 10);
+	ck_assert_int_eq(c.state, IWN_TCP_ESTABLISHED);
+	/* RST in the window but not at rcv_nxt: challenge ACK (RFC 5961). */
+	int n0 = bare.n;
+	struct iwn_tcp_hdr rst = {.sport = 1, .dport = 2, .seq = 105, .flags = IWN_TCP_RST};
+	iwn_tcp_input(&c, &rst, 20);
+	ck_assert_int_eq(c.state, IWN_TCP_ESTABLISHED);
+	ck_assert_int_eq(bare.n, n0 + 1);
+	ck_assert_uint_eq(bare.h[n0].flags, IWN_TCP_ACK);
+	/* Outside the window: ignored silently. */
+	rst.seq = 100 + 70000;
+	iwn_tcp_input(&c, &rst, 30);
+	ck_assert_int_eq(bare.n, n0 + 1);
+	/* A SYN on an established connection: challenge ACK, no reset. */
+	struct iwn_tcp_hdr syn2 = {.sport = 1, .dport = 2, .seq = 7777, .flags = IWN_TCP_SYN, .win = 1000};
+	iwn_tcp_input(&c, &syn2, 40);
+	ck_assert_int_eq(c.state, IWN_TCP_ESTABLISHED);
+	ck_assert_int_eq(bare.n, n0 + 2);
+	/* An ACK for data never sent: ACK back, dropped. */
+	struct iwn_tcp_hdr bad = {.sport = 1, .dport = 2, .seq = 101, .ack = c.iss + 500, .flags = IWN_TCP_ACK,
+				  .win = 1000};
+	iwn_tcp_input(&c, &bad, 50);
+	ck_assert_uint_eq(c.stats.bad_acks, 1);
+	ck_assert_uint_eq(c.snd_una, c.iss + 1);
+	/* RST exactly at rcv_nxt: reset. */
+	rst.seq = 101;
+	iwn_tcp_input(&c, &rst, 60);
+	ck_assert_int_eq(c.state, IWN_TCP_CLOSED);
+	ck_assert_int_eq(c.err, -ECONNRESET);
+	iwn_tcp_conn_fini(&c);
+}
+END_TEST
+
 static Suite *tcp_suite(void)
 {
 	Suite *s = suite_create("net_tcp");
@@ -494,6 +622,8 @@ static Suite *tcp_suite(void)
 	tcase_add_test(t, test_delayed_ack);
 	tcase_add_test(t, test_simultaneous_open);
 	tcase_add_test(t, test_connect_errors);
+	tcase_add_test(t, test_bare_close_in_syn_received);
+	tcase_add_test(t, test_bare_rst_rules);
 	suite_add_tcase(s, t);
 	return s;
 }
