@@ -129,7 +129,10 @@ void iwn_arp_learn(struct iwn_arp_cache *c, uint32_t ip, const uint8_t mac[IWN_E
 	memcpy(e->mac, mac, IWN_ETH_ALEN);
 	e->state = IWN_ARP_REACHABLE;
 	e->deadline = now + c->reachable_us;
+	uint64_t win = c->retry_us * c->max_tries;
+	e->refresh_at = c->reachable_us > win ? e->deadline - win : now;
 	e->used = now;
+	e->learned = now;
 	e->tries = 0;
 	c->stats.learned++;
 	if (e->pending_len) {
@@ -166,12 +169,22 @@ int iwn_arp_enqueue(struct iwn_arp_cache *c, uint32_t ip, const uint8_t *frame, 
 	return send;
 }
 
+static bool wants_refresh(const struct iwn_arp_entry *e)
+{
+	return e->state == IWN_ARP_REACHABLE && e->used > e->learned && e->refresh_at < e->deadline;
+}
+
 uint64_t iwn_arp_next_deadline(const struct iwn_arp_cache *c)
 {
 	uint64_t d = UINT64_MAX;
-	for (uint32_t i = 0; i < c->n; i++)
-		if (c->e[i].state != IWN_ARP_FREE && c->e[i].deadline < d)
-			d = c->e[i].deadline;
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct iwn_arp_entry *e = &c->e[i];
+		if (e->state == IWN_ARP_FREE)
+			continue;
+		uint64_t t = wants_refresh(e) ? e->refresh_at : e->deadline;
+		if (t < d)
+			d = t;
+	}
 	return d;
 }
 
@@ -179,8 +192,17 @@ void iwn_arp_timers(struct iwn_arp_cache *c, uint64_t now, void (*request)(void 
 {
 	for (uint32_t i = 0; i < c->n; i++) {
 		struct iwn_arp_entry *e = &c->e[i];
-		if (e->state == IWN_ARP_FREE || now < e->deadline)
+		if (e->state == IWN_ARP_FREE)
 			continue;
+		if (now < e->deadline) {
+			if (wants_refresh(e) && now >= e->refresh_at) {
+				e->refresh_at = now + c->retry_us;
+				c->stats.requests_sent++;
+				c->stats.refreshes++;
+				request(arg, e->ip);
+			}
+			continue;
+		}
 		if (e->state == IWN_ARP_REACHABLE) {
 			clear(c, e);
 		} else if (e->tries >= c->max_tries) {

@@ -50,12 +50,14 @@ struct iwn_arp_entry {
 	uint8_t tries;       /* requests sent while incomplete */
 	uint64_t deadline;   /* reachable: expiry; incomplete: next request */
 	uint64_t used;       /* last use, for eviction */
+	uint64_t learned;    /* when it was (re)confirmed */
+	uint64_t refresh_at; /* reachable and in use: ask again from here on */
 	uint8_t *pending;    /* one queued frame (pending_cap bytes) */
 	uint32_t pending_len; /* 0: none */
 };
 
 struct iwn_arp_stats {
-	uint64_t requests_sent, replies_sent, learned, resolve_failed, pending_dropped, evicted;
+	uint64_t requests_sent, replies_sent, learned, resolve_failed, pending_dropped, evicted, refreshes;
 };
 
 struct iwn_arp_cache {
@@ -90,7 +92,10 @@ int iwn_arp_enqueue(struct iwn_arp_cache *c, uint32_t ip, const uint8_t *frame, 
 /* Earliest deadline of any entry, UINT64_MAX when none. */
 uint64_t iwn_arp_next_deadline(const struct iwn_arp_cache *c);
 /* Expire entries and schedule retries. For each address that needs a
- * request now, request(arg, ip) is called. */
+ * request now, request(arg, ip) is called. An entry used since it was
+ * learned is refreshed before it expires: requests start retry_us *
+ * max_tries before expiry while the old address stays in use, so a busy
+ * flow never waits for resolution. */
 void iwn_arp_timers(struct iwn_arp_cache *c, uint64_t now, void (*request)(void *arg, uint32_t ip), void *arg);
 
 #endif

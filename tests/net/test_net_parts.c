@@ -355,8 +355,9 @@ START_TEST(test_arp_cache)
 	ck_assert_ptr_null(iwn_arp_lookup(&c, 1, 0));
 	iwn_arp_learn(&c, 1, mac1, 0, true, &f, &fl);
 	ck_assert_ptr_null(f);
-	ck_assert_mem_eq(iwn_arp_lookup(&c, 1, 999), mac1, 6);
 	ck_assert_uint_eq(iwn_arp_next_deadline(&c), 1000);
+	ck_assert_mem_eq(iwn_arp_lookup(&c, 1, 999), mac1, 6);
+	ck_assert_uint_eq(iwn_arp_next_deadline(&c), 700); /* in use: refresh first */
 	/* Expiry. */
 	ck_assert_ptr_null(iwn_arp_lookup(&c, 1, 1000));
 	n_requested = 0;
@@ -404,6 +405,48 @@ START_TEST(test_arp_cache)
 }
 END_TEST
 
+START_TEST(test_arp_refresh)
+{
+	struct iwn_arp_cache c;
+	ck_assert_int_eq(iwn_arp_cache_init(&c, 4, 64, 1000, 100, 3), 0);
+	const uint8_t mac[6] = {2, 0, 0, 0, 0, 7};
+	uint8_t *f;
+	uint32_t fl;
+	/* Unused since learned: simply expires. */
+	iwn_arp_learn(&c, 7, mac, 0, true, &f, &fl);
+	ck_assert_uint_eq(iwn_arp_next_deadline(&c), 1000);
+	n_requested = 0;
+	iwn_arp_timers(&c, 999, on_request, NULL);
+	ck_assert_int_eq(n_requested, 0);
+	iwn_arp_timers(&c, 1000, on_request, NULL);
+	ck_assert_ptr_null(iwn_arp_lookup(&c, 7, 1000));
+	/* In use: requests from expiry - 3 * 100 on, the address stays usable,
+	 * and an answer extends it without a gap. */
+	iwn_arp_learn(&c, 7, mac, 2000, true, &f, &fl);
+	ck_assert_ptr_nonnull(iwn_arp_lookup(&c, 7, 2500));
+	ck_assert_uint_eq(iwn_arp_next_deadline(&c), 2700);
+	iwn_arp_timers(&c, 2700, on_request, NULL);
+	ck_assert_int_eq(n_requested, 1);
+	ck_assert_uint_eq(iwn_arp_next_deadline(&c), 2800);
+	iwn_arp_timers(&c, 2800, on_request, NULL);
+	ck_assert_int_eq(n_requested, 2);
+	ck_assert_ptr_nonnull(iwn_arp_lookup(&c, 7, 2850));
+	iwn_arp_learn(&c, 7, mac, 2850, false, &f, &fl);
+	ck_assert_uint_eq(iwn_arp_next_deadline(&c), 3850);
+	ck_assert_uint_eq(c.stats.refreshes, 2);
+	/* Used again, no answer this time: it expires on time. */
+	iwn_arp_lookup(&c, 7, 3000);
+	ck_assert_uint_eq(iwn_arp_next_deadline(&c), 3550);
+	for (uint64_t t = 3550; t < 3850; t += 100)
+		iwn_arp_timers(&c, t, on_request, NULL);
+	ck_assert_int_eq(n_requested, 5);
+	ck_assert_ptr_nonnull(iwn_arp_lookup(&c, 7, 3849));
+	iwn_arp_timers(&c, 3850, on_request, NULL);
+	ck_assert_ptr_null(iwn_arp_lookup(&c, 7, 3850));
+	iwn_arp_cache_fini(&c);
+}
+END_TEST
+
 static Suite *parts_suite(void)
 {
 	Suite *s = suite_create("net_parts");
@@ -419,6 +462,7 @@ static Suite *parts_suite(void)
 	tcase_add_test(t, test_cc_newreno);
 	tcase_add_test(t, test_sack_board);
 	tcase_add_test(t, test_arp_cache);
+	tcase_add_test(t, test_arp_refresh);
 	suite_add_tcase(s, t);
 	return s;
 }
