@@ -632,7 +632,10 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 		new_ack(c, h, now);
 	if (c->sack_on && h->opt.n_sack)
 		iwn_sack_add(&c->sacked, (const uint32_t(*)[2])h->opt.sack, h->opt.n_sack, c->snd_una, c->snd_max);
-	if (!advanced && h->ack == c->snd_una && plen == 0 && !fin && win == c->snd_wnd && c->snd_max != c->snd_una &&
+	/* RFC 5681 duplicate ACK; the segment as sent (before trimming) must
+	 * carry no data, and a closed window does not count. */
+	bool bare_ack = h->plen == 0 && !(h->flags & IWN_TCP_FIN);
+	if (!advanced && bare_ack && h->ack == c->snd_una && win == c->snd_wnd && c->snd_max != c->snd_una &&
 	    c->snd_wnd != 0) {
 		c->stats.dupacks++;
 		uint32_t flight = c->snd_max - c->snd_una;

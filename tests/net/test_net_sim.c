@@ -363,7 +363,8 @@ static void run(const struct scenario *sc, uint64_t seed, struct result *res)
 				fprintf(stderr, "left: host %d %s err %d deadline %llu\n", i, iwn_tcp_state_name(c->state),
 					c->err, (unsigned long long)iwn_tcp_next_deadline(c));
 			}
-	ck_assert_uint_eq(iwn_net_conn_count(&s->net[0]) + iwn_net_conn_count(&s->net[1]), 0);
+	ck_assert_msg(iwn_net_conn_count(&s->net[0]) + iwn_net_conn_count(&s->net[1]) == 0,
+		      "%s seed %#llx: connections left in the tables", sc->name, (unsigned long long)seed);
 	netsim_fini(s);
 	free(s);
 }
@@ -389,6 +390,15 @@ static void report(const struct scenario *sc, uint64_t seed, const struct result
 		(unsigned long long)r->rec_segs, (unsigned long long)r->ooo_bad, (unsigned long long)r->ooo_calls);
 }
 
+/* FNV-1a: each scenario gets its own seeds. */
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 0x100000001b3ULL;
+	return h;
+}
+
 static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 {
 	uint64_t base = iwt_seed();
@@ -399,7 +409,7 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 	uint32_t ok = 0, timeouts = 0;
 	uint64_t rto = 0, fr = 0, ooo = 0, probes = 0, hook = 0, recsegs = 0, paws = 0, sackrx = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t seed = base * 1000003u + i * 0x9E3779B97F4A7C15ULL + (uint64_t)(uintptr_t)sc->name[0];
+		uint64_t seed = base * 1000003u + i * 0x9E3779B97F4A7C15ULL + name_hash(sc->name);
 		if (only)
 			seed = strtoull(only, NULL, 0);
 		struct result r;
@@ -432,8 +442,8 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 		"%s: %u seeds, %u complete, %u ended early (reset or timeout); rto %llu fast-rexmit %llu ooo %llu "
 		"(hook saw %llu) probes %llu paws %llu sack-rexmit %llu aligned-record-segs %llu\n",
 		sc->name, only ? 1 : n, ok, timeouts, (unsigned long long)rto, (unsigned long long)fr,
-		(unsigned long long)ooo, (unsigned long long)hook, (unsigned long long)probes, (unsigned long long)paws, (unsigned long long)sackrx,
-		(unsigned long long)recsegs);
+		(unsigned long long)ooo, (unsigned long long)hook, (unsigned long long)probes, (unsigned long long)paws,
+		(unsigned long long)sackrx, (unsigned long long)recsegs);
 	if (sc->records)
 		ck_assert_uint_gt(recsegs, 0);
 	if (sc->lossy_ok)
