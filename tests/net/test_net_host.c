@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "iwt_check.h"
+#include "iwt_common.h"
 #include "stack/net/cksum.h"
 #include "stack/net/ipv4.h"
 #include "stack/net/net.h"
@@ -271,6 +272,87 @@ START_TEST(test_tcp_resets)
 }
 END_TEST
 
+static void sink_tx(void *arg, const uint8_t *frame, uint32_t len)
+{
+	(void)frame;
+	*(uint64_t *)arg += len;
+}
+
+/* Random frames: valid Ethernet and IPv4 around random TCP/ICMP/ARP
+ * bodies, checksums mostly right so the parsers and the state machine
+ * see them. Must not crash (ASan build), and the table stays bounded. */
+START_TEST(test_random_frames)
+{
+	struct iwn_net net;
+	struct iwn_net_cfg cfg;
+	iwn_net_cfg_default(&cfg);
+	memcpy(cfg.mac, our_mac, 6);
+	cfg.ip = OUR_IP;
+	cfg.max_conns = 8;
+	uint64_t out_bytes = 0;
+	cfg.tx = sink_tx;
+	cfg.tx_arg = &out_bytes;
+	ck_assert_int_eq(iwn_net_init(&net, &cfg), 0);
+	ck_assert_int_eq(iwn_net_listen(&net, 80, 4), 0);
+	uint64_t st = iwt_seed();
+	uint8_t f[1600];
+	uint64_t now = 0;
+	for (int i = 0; i < 30000; i++) {
+		now += iwt_rand_range(&st, 0, 50000);
+		uint32_t body = (uint32_t)iwt_rand_range(&st, 0, 120);
+		uint8_t b[128];
+		iwt_fill_random(&st, b, body);
+		uint32_t kind = (uint32_t)(iwt_rand(&st) % 4), n;
+		if (kind == 0) {
+			n = arp_frame(f, (uint16_t)iwt_rand_range(&st, 1, 2), iwn_eth_broadcast,
+				      PEER_IP + (uint32_t)(iwt_rand(&st) % 3), OUR_IP - 1 + (uint32_t)(iwt_rand(&st) % 3));
+		} else if (kind == 1 && body >= 20) {
+			/* A TCP header to port 80 with random everything else. */
+			b[0] = 0x9c;
+			b[1] = (uint8_t)(iwt_rand(&st) % 4);
+			b[2] = 0;
+			b[3] = 80;
+			if (iwt_rand(&st) % 2)
+				b[12] = (uint8_t)((5 + iwt_rand(&st) % ((body - 20) / 4 + 1)) << 4);
+			if (iwt_rand(&st) % 3 == 0)
+				b[13] = IWN_TCP_SYN;
+			iwn_tcp_set_csum(b, body, PEER_IP, OUR_IP);
+			n = ip_frame(f, IWN_IPPROTO_TCP, b, body);
+		} else if (kind == 2) {
+			if (body >= 4) {
+				b[0] = IWN_ICMP_ECHO_REQUEST;
+				b[1] = 0;
+				b[2] = b[3] = 0;
+				uint16_t c = iwn_cksum_fold(iwn_cksum_add(0, b, body));
+				b[2] = (uint8_t)(c >> 8);
+				b[3] = (uint8_t)c;
+			}
+			n = ip_frame(f, IWN_IPPROTO_ICMP, b, body);
+		} else {
+			n = ip_frame(f, (uint8_t)iwt_rand(&st), b, body);
+			/* Now and then a broken IPv4 header (checksum fixed). */
+			f[14 + iwt_rand(&st) % 20] ^= (uint8_t)iwt_rand(&st);
+			f[24] = f[25] = 0;
+			uint16_t c = iwn_cksum_fold(iwn_cksum_add(0, f + 14, 20));
+			f[24] = (uint8_t)(c >> 8);
+			f[25] = (uint8_t)c;
+		}
+		/* Sometimes truncated. */
+		if (iwt_rand(&st) % 8 == 0)
+			n = (uint32_t)iwt_rand_range(&st, 0, n);
+		iwn_net_input(&net, f, n, now);
+		if (iwn_net_next_deadline(&net) <= now)
+			iwn_net_timers(&net, now);
+		struct iwn_tcp_conn *c = iwn_net_accept(&net, 80);
+		if (c && iwt_rand(&st) % 2)
+			iwn_net_release(&net, c, now);
+		ck_assert_uint_le(iwn_net_conn_count(&net), 8);
+	}
+	ck_assert_uint_gt(out_bytes, 0);
+	iwn_net_fini(&net);
+}
+END_TEST
+
 static Suite *host_suite(void)
 {
 	Suite *s = suite_create("net_host");
@@ -280,6 +362,7 @@ static Suite *host_suite(void)
 	tcase_add_test(t, test_arp_gives_up);
 	tcase_add_test(t, test_ip_drops);
 	tcase_add_test(t, test_tcp_resets);
+	tcase_add_test(t, test_random_frames);
 	suite_add_tcase(s, t);
 	return s;
 }
