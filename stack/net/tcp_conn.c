@@ -251,7 +251,12 @@ static void output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 	bool sent = false;
 	for (;;) {
 		uint32_t dend = data_end(c);
-		uint32_t wnd = c->snd_wnd < c->cc.cwnd ? c->snd_wnd : c->cc.cwnd;
+		/* Limited transmit (RFC 3042): the first two duplicate ACKs each
+		 * let one new segment out beyond cwnd. */
+		uint32_t cwnd = c->cc.cwnd;
+		if (!c->cc.in_recovery && c->cc.dupacks < IWN_DUPACK_THRESH)
+			cwnd += c->cc.dupacks * c->eff_mss;
+		uint32_t wnd = c->snd_wnd < cwnd ? c->snd_wnd : cwnd;
 		uint32_t limit = c->snd_una + wnd;
 		uint32_t usable = iwn_seq_lt(c->snd_nxt, limit) ? limit - c->snd_nxt : 0;
 		uint32_t avail = iwn_seq_lt(c->snd_nxt, dend) ? dend - c->snd_nxt : 0;
