@@ -1,0 +1,730 @@
+/* Hostile peer, malformed FPDUs after a valid handshake. Each case: the
+ * Terminate (layer, etype, ecode) the peer must receive, our close, the
+ * application's DISCONNECTED event and QP cause, every WR completed once,
+ * and the guarded arena unchanged except where the test allows. Where the
+ * right triple is debatable the RFC section is cited. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ddp/ddp_wire.h"
+#include "hp_env.h"
+#include "iwt_check.h"
+#include "iwt_common.h"
+#include "iwt_ddp.h"
+#include "rdmap/rdmap_wire.h"
+
+static struct hp_env E;
+
+#define T(l, e, c) IW_TERM_CAUSE((l), (e), (c))
+
+/* Default connection: the peer initiates, rev 2, CRC on, IRD = ORD = 4. */
+static void up(void)
+{
+	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
+	hp_env_init(&E);
+	hp_env_peer_initiates(&E, &m, NULL);
+}
+
+static void down(void)
+{
+	hp_env_fini(&E);
+}
+
+/* The four framings: peer as initiator or responder, markers on or off. */
+static void up_mode(int mode)
+{
+	bool resp = mode & 1, markers = mode & 2;
+	struct hp_mpa m = { .flags = (uint8_t)(0x50 | (markers ? 0x80 : 0)), .rev = 2, .ird = 4, .ord = 4 };
+	struct iw_conn_param cp = { .markers = markers, .crc = IW_CRC_ON };
+
+	hp_env_init(&E);
+	if (resp)
+		hp_env_peer_responds(&E, &m, 0, &cp);
+	else
+		hp_env_peer_initiates(&E, &m, &cp);
+	ck_assert(E.peer->crc);
+	ck_assert_int_eq(E.peer->markers_tx, markers);
+	ck_assert_int_eq(E.peer->markers_rx, markers);
+}
+
+/* A valid SEND lands in the first receive buffer: allowed in the shadow. */
+static void good_send(const char *msg)
+{
+	size_t len = strlen(msg);
+	ck_assert_int_eq(hp_send_send(E.peer, msg, len), 0);
+	hp_env_allow(&E, E.arena + E.recv_off + (size_t)(E.peer->send_msn - 2) * HP_RECV_LEN, msg, len);
+	/* That receive may succeed (it is the one the SEND consumed). */
+	E.may_succeed[E.peer->send_msn - 2] = true;
+}
+
+/* ------------------------------------------------------------------ */
+/* MPA layer                                                           */
+
+START_TEST(test_bad_crc)
+{
+	uint8_t h[18], buf[256];
+	const char msg[] = "a SEND whose CRC is broken";
+
+	up_mode(_i);
+	good_send("fine first");
+	hp_hdr_untagged(h, IW_OP_SEND, 0, E.peer->send_msn, 0, true, 0);
+	ssize_t n = hp_build(E.peer, h, sizeof(h), msg, sizeof(msg), buf, sizeof(buf));
+	ck_assert_int_gt(n, 0);
+	buf[n - 1] ^= 0x01;
+	ck_assert_int_eq(hp_send_raw(E.peer, buf, (size_t)n, 2000), 0);
+	/* Payload is placed as it streams in (zero copy), before the CRC is
+	 * known: the broken SEND may reach the receive buffer its MSN names,
+	 * which is then flushed, never completed. Nothing else may change. */
+	hp_env_allow_either(&E, E.arena + E.recv_off + HP_RECV_LEN, msg, sizeof(msg));
+	/* MPA errors copy no header (RFC 5040 sec. 4.8: the headers cannot be trusted). */
+	hp_env_expect_term(&E, T(2, 0, 0x02), NULL, 0);
+	down();
+}
+END_TEST
+
+/* ULPDU_LENGTH 0 and 1: below any DDP header. */
+START_TEST(test_ulpdu_tiny)
+{
+	uint8_t raw[8] = { 0, (uint8_t)_i, 0, 0, 0, 0, 0, 0 };
+	up();
+	ck_assert_int_eq(hp_send_raw(E.peer, raw, sizeof(raw), 2000), 0);
+	hp_env_expect_term(&E, T(2, 0, 0x03), NULL, 0);
+	down();
+}
+END_TEST
+
+/* ULPDU_LENGTH shorter than the header its control field announces
+ * (10 bytes of an 18-byte untagged header), with a valid CRC. */
+START_TEST(test_ulpdu_short_header)
+{
+	uint8_t h[18];
+	up();
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, 10, NULL, 0), 0);
+	hp_env_expect_term(&E, T(2, 0, 0x03), NULL, 0);
+	down();
+}
+END_TEST
+
+/* A Read Request whose ULPDU cannot hold its 28-byte body. */
+START_TEST(test_ulpdu_short_read_req)
+{
+	uint8_t h[18], body[10] = { 0 };
+	up();
+	hp_hdr_untagged(h, IW_OP_READ_REQ, 1, 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), body, sizeof(body)), 0);
+	hp_env_expect_term(&E, T(2, 0, 0x03), NULL, 0);
+	down();
+}
+END_TEST
+
+/* ULPDU_LENGTH claims more than is sent; CRC on, so the trailer lands on
+ * the next FPDU's bytes: a CRC error (what a receiver can see). */
+START_TEST(test_ulpdu_too_large)
+{
+	uint8_t h[18], buf[512];
+	const char a[] = "first", b[] = "second message behind it";
+	up();
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, true, 0);
+	ssize_t n1 = hp_build(E.peer, h, sizeof(h), a, sizeof(a), buf, sizeof(buf));
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 2, 0, true, 0);
+	ssize_t n2 = hp_build(E.peer, h, sizeof(h), b, sizeof(b), buf + n1, sizeof(buf) - (size_t)n1);
+	ck_assert(n1 > 0 && n2 > 0);
+	buf[1] = (uint8_t)(buf[1] + 8); /* ULPDU_LENGTH + 8: swallows 8 bytes of the next FPDU */
+	ck_assert_int_eq(hp_send_raw(E.peer, buf, (size_t)(n1 + n2), 2000), 0);
+	/* The first receive may have been written (placement before CRC):
+	 * its own bytes, then the next FPDU's first 8. */
+	hp_env_allow_either(&E, E.arena + E.recv_off, buf + 2 + sizeof(h), sizeof(a) + 8);
+	hp_env_expect_term(&E, T(2, 0, 0x02), NULL, 0);
+	down();
+}
+END_TEST
+
+/* The largest ULPDU (65535) as a SEND: longer than the 256-byte receive
+ * buffer, (1,2,0x05) (RFC 5041 sec. 7.2). Nothing is placed. */
+START_TEST(test_ulpdu_max_send)
+{
+	uint8_t h[18];
+	size_t plen = 65535 - 18;
+	uint8_t *big = malloc(plen);
+	ck_assert_ptr_nonnull(big);
+	memset(big, 0x77, plen);
+	up();
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), big, plen), 0);
+	hp_env_expect_term(&E, T(1, 2, 0x05), h, sizeof(h));
+	free(big);
+	down();
+}
+END_TEST
+
+/* A SEND one byte longer than the receive buffer. */
+START_TEST(test_send_too_long)
+{
+	uint8_t h[18], data[HP_RECV_LEN + 1];
+	memset(data, 0x5C, sizeof(data));
+	up();
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, sizeof(data)), 0);
+	hp_env_expect_term(&E, T(1, 2, 0x05), h, sizeof(h));
+	down();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Versions and opcodes                                                */
+
+/* DDP version 0, 2, 3: tagged (1,1,0x04), untagged (1,2,0x06). */
+START_TEST(test_bad_ddp_version)
+{
+	uint8_t h[18], data[16] = { 1 };
+	uint8_t ver = (uint8_t)(_i / 2 == 0 ? 0 : _i / 2 + 1); /* 0, 2, 3 */
+	bool tagged = _i & 1;
+	up();
+	size_t hl = tagged ? iwt_ddp_tagged(h, iw_rdmap_ctrl(IW_OP_WRITE), hp_mr_stag(&E, HP_MR_W),
+					    hp_mr_to(&E, HP_MR_W), true, ver)
+			   : iwt_ddp_untagged(h, iw_rdmap_ctrl(IW_OP_SEND), 0, 0, 1, 0, true, ver);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, hl, data, sizeof(data)), 0);
+	hp_env_expect_term(&E, tagged ? T(1, 1, 0x04) : T(1, 2, 0x06), h, hl);
+	down();
+}
+END_TEST
+
+/* RDMAP version 0, 2, 3 (RFC 5040 sec. 7: remote operation, 0x05). */
+START_TEST(test_bad_rdmap_version)
+{
+	uint8_t h[18], data[16] = { 1 };
+	uint8_t ver = (uint8_t)(_i == 0 ? 0 : _i + 1);
+	up();
+	size_t hl = iwt_ddp_untagged(h, (uint8_t)(ver << 6 | IW_OP_SEND), 0, 0, 1, 0, true, IW_DDP_VERSION);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, hl, data, sizeof(data)), 0);
+	hp_env_expect_term(&E, T(0, 2, 0x05), h, hl);
+	down();
+}
+END_TEST
+
+/* Opcodes 8..15 (RFC 7306 and unassigned: not enabled), untagged and
+ * tagged: (0,2,0x06). */
+START_TEST(test_unknown_opcode)
+{
+	uint8_t h[18], data[8] = { 0 };
+	uint8_t op = (uint8_t)(8 + _i / 2);
+	bool tagged = _i & 1;
+	up();
+	size_t hl = tagged ? hp_hdr_tagged(h, op, hp_mr_stag(&E, HP_MR_W), hp_mr_to(&E, HP_MR_W), true)
+			   : hp_hdr_untagged(h, op, 0, 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, hl, data, sizeof(data)), 0);
+	hp_env_expect_term(&E, T(0, 2, 0x06), h, hl);
+	down();
+}
+END_TEST
+
+/* Known opcodes with the wrong DDP model: a tagged SEND, an untagged
+ * WRITE, a tagged Terminate, an untagged Read Response. */
+START_TEST(test_opcode_wrong_model)
+{
+	static const uint8_t ops[] = { IW_OP_SEND, IW_OP_WRITE, IW_OP_TERMINATE, IW_OP_READ_RESP, IW_OP_READ_REQ };
+	uint8_t h[18], data[28] = { 0 };
+	uint8_t op = ops[_i];
+	bool tagged = op == IW_OP_SEND || op == IW_OP_TERMINATE || op == IW_OP_READ_REQ;
+	up();
+	size_t hl = tagged ? hp_hdr_tagged(h, op, hp_mr_stag(&E, HP_MR_W), hp_mr_to(&E, HP_MR_W), true)
+			   : hp_hdr_untagged(h, op, 0, 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, hl, data, sizeof(data)), 0);
+	hp_env_expect_term(&E, T(0, 2, 0x06), h, hl);
+	down();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Untagged: QN, MSN, MO                                               */
+
+START_TEST(test_wrong_qn)
+{
+	static const uint32_t qn[] = { 1, 2, 3, 0xFFFFFFFFu };
+	uint8_t h[18], data[28] = { 0 };
+	up();
+	hp_hdr_untagged(h, IW_OP_SEND, qn[_i], 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, sizeof(data)), 0);
+	hp_env_expect_term(&E, T(1, 2, 0x01), h, sizeof(h));
+	down();
+}
+END_TEST
+
+/* MSN 0, 2 (ahead), 0xFFFFFFFF on the first SEND: out of range. */
+START_TEST(test_msn_out_of_range)
+{
+	static const uint32_t msn[] = { 0, 2, 0xFFFFFFFFu };
+	uint8_t h[18], data[16] = { 0 };
+	up();
+	hp_hdr_untagged(h, IW_OP_SEND, 0, msn[_i], 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, sizeof(data)), 0);
+	hp_env_expect_term(&E, T(1, 2, 0x03), h, sizeof(h));
+	down();
+}
+END_TEST
+
+/* A completed message's MSN sent again. */
+START_TEST(test_msn_replayed)
+{
+	uint8_t h[18];
+	const char again[] = "replay";
+	up();
+	good_send("original");
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), again, sizeof(again)), 0);
+	hp_env_expect_term(&E, T(1, 2, 0x03), h, sizeof(h));
+	ck_assert_int_eq(E.status[0], IW_WC_SUCCESS);
+	down();
+}
+END_TEST
+
+/* MO: a first segment with MO 4; a second segment with a gap. */
+START_TEST(test_wrong_mo)
+{
+	uint8_t h[18], data[16];
+	memset(data, 0x3C, sizeof(data));
+	up();
+	if (_i == 0) {
+		hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 4, true, 0);
+	} else {
+		hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, false, 0);
+		ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, sizeof(data)), 0);
+		hp_env_allow(&E, E.arena + E.recv_off, data, sizeof(data)); /* the first segment was placed */
+		hp_hdr_untagged(h, IW_OP_SEND, 0, 1, sizeof(data) + 4, true, 0);
+	}
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, sizeof(data)), 0);
+	hp_env_expect_term(&E, T(1, 2, 0x04), h, sizeof(h));
+	down();
+}
+END_TEST
+
+/* More SENDs than receives posted: (1,2,0x02) on the first without one. */
+START_TEST(test_no_receive_buffer)
+{
+	uint8_t h[18];
+	char m[8] = "msg";
+	up();
+	for (int i = 0; i < HP_RECV_N; i++) {
+		m[3] = (char)('0' + i);
+		good_send(m);
+	}
+	hp_hdr_untagged(h, IW_OP_SEND, 0, HP_RECV_N + 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), "x", 1), 0);
+	hp_env_expect_term(&E, T(1, 2, 0x02), h, sizeof(h));
+	for (int i = 0; i < HP_RECV_N; i++)
+		ck_assert_int_eq(E.status[i], IW_WC_SUCCESS);
+	down();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Tagged: bounds, rights, STags                                        */
+
+static void bad_write(int mr, uint32_t stag, uint64_t to, size_t len, struct iw_term_cause want)
+{
+	uint8_t h[14];
+	uint8_t *data = malloc(len ? len : 1);
+	ck_assert_ptr_nonnull(data);
+	memset(data, 0xEE, len);
+	(void)mr;
+	hp_hdr_tagged(h, IW_OP_WRITE, stag, to, true);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, len), 0);
+	hp_env_expect_term(&E, want, h, sizeof(h));
+	free(data);
+}
+
+/* A WRITE that starts inside the region and runs 1..16 bytes past it. */
+START_TEST(test_write_overlaps_end)
+{
+	size_t over = (size_t)_i + 1;
+	up();
+	bad_write(HP_MR_W, hp_mr_stag(&E, HP_MR_W), hp_mr_to(&E, HP_MR_W) + HP_MR_LEN - 16, 16 + over,
+		  T(1, 1, 0x01));
+	down();
+}
+END_TEST
+
+START_TEST(test_write_before_start)
+{
+	up();
+	bad_write(HP_MR_W, hp_mr_stag(&E, HP_MR_W), hp_mr_to(&E, HP_MR_W) - 1, 16, T(1, 1, 0x01));
+	down();
+}
+END_TEST
+
+/* Twice the region, from its start (one FPDU of 8 KiB). */
+START_TEST(test_write_oversized)
+{
+	up();
+	bad_write(HP_MR_W, hp_mr_stag(&E, HP_MR_W), hp_mr_to(&E, HP_MR_W), 2 * HP_MR_LEN, T(1, 1, 0x01));
+	down();
+}
+END_TEST
+
+/* TO + length wraps the 64-bit space (RFC 5041 sec. 7.1: TO wrap). */
+START_TEST(test_write_to_wrap)
+{
+	up();
+	bad_write(HP_MR_W, hp_mr_stag(&E, HP_MR_W), UINT64_MAX - 7, 16, T(1, 1, 0x03));
+	down();
+}
+END_TEST
+
+/* Regions without REMOTE_WRITE: RDMAP remote protection, access rights
+ * (RFC 5040 sec. 7, 0x02; the STag exists, the operation is not allowed). */
+START_TEST(test_write_no_right)
+{
+	static const int mrs[] = { HP_MR_NONE, HP_MR_LW, HP_MR_R, HP_MR_LW_R };
+	up();
+	bad_write(mrs[_i], hp_mr_stag(&E, mrs[_i]), hp_mr_to(&E, mrs[_i]), 16, T(0, 1, 0x02));
+	down();
+}
+END_TEST
+
+/* A deregistered region's STag. */
+START_TEST(test_write_deregistered)
+{
+	struct iw_mr *tmp;
+	up();
+	ck_assert_int_eq(iw_reg_mr(E.pd, hp_mr_ptr(&E, HP_MR_W), HP_MR_LEN,
+				   IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE, &tmp), 0);
+	uint32_t stag = iw_mr_stag(tmp);
+	ck_assert_int_eq(iw_dereg_mr(tmp), 0);
+	bad_write(HP_MR_W, stag, hp_mr_to(&E, HP_MR_W), 16, T(1, 1, 0x00));
+	down();
+}
+END_TEST
+
+/* STag index 0, an index never handed out, and a random STag. */
+START_TEST(test_write_unknown_stag)
+{
+	static const uint32_t stags[] = { 0x00000000u, 0x000000FFu, 0x00FFFF00u, 0xDEADBE00u };
+	up();
+	bad_write(HP_MR_W, stags[_i], hp_mr_to(&E, HP_MR_W), 16, T(1, 1, 0x00));
+	down();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Reads                                                               */
+
+/* A valid Read Request first (the response carries the region's bytes),
+ * so the failing cases below are known to fail for their own reason. */
+START_TEST(test_read_ok)
+{
+	struct hp_fpdu f;
+	up();
+	ck_assert_int_eq(hp_send_read_req(E.peer, 0x1234500u, 0x1000, 64, hp_mr_stag(&E, HP_MR_R),
+					  hp_mr_to(&E, HP_MR_R) + 8), 0);
+	ck_assert_int_eq(hp_recv_fpdu(E.peer, HP_WAIT_MS, &f), 1);
+	ck_assert(f.tagged);
+	ck_assert_uint_eq(f.opcode, IW_OP_READ_RESP);
+	ck_assert_uint_eq(f.stag, 0x1234500u);
+	ck_assert_uint_eq(f.to, 0x1000);
+	ck_assert_uint_eq(f.payload_len, 64);
+	ck_assert(f.last);
+	ck_assert_mem_eq(f.payload, hp_mr_ptr(&E, HP_MR_R) + 8, 64);
+	/* Then a protocol error to end it the usual way. */
+	uint8_t h[18];
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 7, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), "x", 1), 0);
+	hp_env_expect_term(&E, T(1, 2, 0x03), h, sizeof(h));
+	down();
+}
+END_TEST
+
+static void bad_read(uint32_t stag, uint64_t to, uint32_t size, struct iw_term_cause want)
+{
+	uint8_t h[18];
+	hp_hdr_untagged(h, IW_OP_READ_REQ, 1, 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_read_req(E.peer, 0x1234500u, 0x1000, size, stag, to), 0);
+	hp_env_expect_term(&E, want, h, sizeof(h));
+}
+
+/* Regions without REMOTE_READ. */
+START_TEST(test_read_no_right)
+{
+	static const int mrs[] = { HP_MR_NONE, HP_MR_LW, HP_MR_W };
+	up();
+	bad_read(hp_mr_stag(&E, mrs[_i]), hp_mr_to(&E, mrs[_i]), 16, T(0, 1, 0x02));
+	down();
+}
+END_TEST
+
+/* Out of bounds: past the end, before the start, far too long, wrap. */
+START_TEST(test_read_out_of_bounds)
+{
+	up();
+	uint64_t base = hp_mr_to(&E, HP_MR_R);
+	switch (_i) {
+	case 0:
+		bad_read(hp_mr_stag(&E, HP_MR_R), base + HP_MR_LEN - 8, 16, T(0, 1, 0x01));
+		break;
+	case 1:
+		bad_read(hp_mr_stag(&E, HP_MR_R), base - 8, 16, T(0, 1, 0x01));
+		break;
+	case 2:
+		bad_read(hp_mr_stag(&E, HP_MR_R), base, 0xFFFFFFFFu, T(0, 1, 0x01));
+		break;
+	default:
+		bad_read(hp_mr_stag(&E, HP_MR_R), UINT64_MAX - 7, 16, T(0, 1, 0x04));
+		break;
+	}
+	down();
+}
+END_TEST
+
+START_TEST(test_read_unknown_stag)
+{
+	up();
+	bad_read(hp_mr_stag(&E, HP_MR_R) ^ 0x01, hp_mr_to(&E, HP_MR_R), 16, T(0, 1, 0x00));
+	down();
+}
+END_TEST
+
+/* More Read Requests than the IRD we granted (1): the responses cannot
+ * drain (the peer's receive buffer is tiny and it does not read), so the
+ * second request is beyond IRD: (0,2,0x07) as siw does; RFC 5040 sec.
+ * 5.3 leaves the code to the implementation ("catastrophic, localized"). */
+START_TEST(test_read_beyond_ird)
+{
+	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 1, .ord = 1, .rcvbuf = 4096 };
+	struct iw_conn_param ap = { .ird = 1, .ord = 1 };
+	uint8_t h[18];
+
+	hp_env_init(&E);
+	hp_env_peer_initiates(&E, &m, &ap);
+	ck_assert_uint_eq(E.peer->peer_ird, 1);
+	/* Eight requests in one write: they arrive before any response
+	 * could have gone out. */
+	uint8_t buf[8 * 64], body[28];
+	size_t len = 0;
+	for (uint32_t i = 0; i < 8; i++) {
+		struct iw_rdmap_read_req rr = { 0x1234500u, 0x1000, HP_MR_LEN, hp_mr_stag(&E, HP_MR_R),
+						hp_mr_to(&E, HP_MR_R) };
+		iw_rdmap_read_req_encode(&rr, body);
+		hp_hdr_untagged(h, IW_OP_READ_REQ, 1, i + 1, 0, true, 0);
+		ssize_t n = hp_build(E.peer, h, sizeof(h), body, sizeof(body), buf + len, sizeof(buf) - len);
+		ck_assert_int_gt(n, 0);
+		len += (size_t)n;
+	}
+	ck_assert_int_eq(hp_send_raw(E.peer, buf, len, 2000), 0);
+	hp_hdr_untagged(h, IW_OP_READ_REQ, 1, 2, 0, true, 0);
+	hp_env_expect_term(&E, T(0, 2, 0x07), h, sizeof(h));
+	down();
+}
+END_TEST
+
+/* A Read Response nobody asked for (no READ outstanding). */
+START_TEST(test_read_response_unsolicited)
+{
+	uint8_t h[14], data[16] = { 0 };
+	up();
+	hp_hdr_tagged(h, IW_OP_READ_RESP, hp_mr_stag(&E, HP_MR_ALL), hp_mr_to(&E, HP_MR_ALL), true);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, sizeof(data)), 0);
+	hp_env_expect_term(&E, T(0, 2, 0x06), h, sizeof(h));
+	down();
+}
+END_TEST
+
+/* We have a READ outstanding; the response names another sink STag, or
+ * runs past what we asked for. The READ completes once, with an error. */
+START_TEST(test_read_response_mismatch)
+{
+	struct hp_fpdu f;
+	uint8_t h[14], data[64] = { 0 };
+	up();
+	/* Our first FPDU may go out only after the peer's (lock-step rule
+	 * for the responder side); send a harmless SEND first. */
+	good_send("go");
+	hp_env_post_read(&E, 1, 0xABCD00u, 0x5000, 32);
+	ck_assert_int_eq(hp_recv_fpdu(E.peer, HP_WAIT_MS, &f), 1);
+	ck_assert_uint_eq(f.opcode, IW_OP_READ_REQ);
+	struct iw_rdmap_read_req rr;
+	iw_rdmap_read_req_decode(f.payload, &rr);
+	ck_assert_uint_eq(rr.size, 32);
+	if (_i == 0) {
+		hp_hdr_tagged(h, IW_OP_READ_RESP, rr.sink_stag ^ 0x100, rr.sink_to, true);
+		ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, 32), 0);
+		hp_env_expect_term(&E, T(1, 1, 0x00), h, sizeof(h));
+	} else {
+		hp_hdr_tagged(h, IW_OP_READ_RESP, rr.sink_stag, rr.sink_to, true);
+		ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, 64), 0);
+		hp_env_expect_term(&E, T(1, 1, 0x01), h, sizeof(h));
+	}
+	down();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Terminates at odd times; truncation                                 */
+
+/* The peer's Terminate: no Terminate back (RFC 5040 sec. 5.4: a
+ * Terminate is not answered), we close, the QP carries the peer's cause,
+ * everything outstanding is flushed. */
+static void expect_peer_term(struct iw_term_cause want)
+{
+	struct hp_fpdu f;
+	int r;
+	while ((r = hp_recv_fpdu(E.peer, HP_WAIT_MS, &f)) == 1)
+		ck_assert_msg(f.tagged || f.opcode != IW_OP_TERMINATE, "a Terminate answered a Terminate");
+	ck_assert_msg(r == 0 || r == -ECONNRESET, "our side kept the connection open (%d)", r);
+	iw_cm_ack_event(hp_env_event(&E, IW_CM_EVENT_DISCONNECTED, HP_WAIT_MS));
+	ck_assert_msg(iw_term_cause_eq(iw_qp_error(E.qp), want), "QP cause %s, expected %s",
+		      hp_cause(iw_qp_error(E.qp), 0), hp_cause(want, 1));
+	ck_assert_int_ne(iw_qp_state(E.qp), IW_QPS_RTS);
+	hp_env_drain(&E, &want);
+	hp_env_check_guards(&E);
+}
+
+START_TEST(test_terminate_first)
+{
+	struct iw_term_cause c = T(0, 2, 0xFF);
+	up();
+	hp_env_post_send(&E, 1, 16, false); /* held back until the peer's first FPDU */
+	ck_assert_int_eq(hp_send_terminate(E.peer, c), 0);
+	expect_peer_term(c);
+	down();
+}
+END_TEST
+
+START_TEST(test_terminate_mid_message)
+{
+	uint8_t h[18], data[32];
+	struct iw_term_cause c = T(1, 2, 0x05);
+	memset(data, 0x42, sizeof(data));
+	up();
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, false, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, sizeof(data)), 0);
+	hp_env_allow(&E, E.arena + E.recv_off, data, sizeof(data));
+	hp_env_post_read(&E, 2, 0x100u, 0x2000, 64);
+	ck_assert_int_eq(hp_send_terminate(E.peer, c), 0);
+	expect_peer_term(c);
+	down();
+}
+END_TEST
+
+START_TEST(test_terminate_twice)
+{
+	struct iw_term_cause c = T(0, 1, 0x00);
+	up();
+	good_send("hello");
+	/* Both in one write: we abort the stream after the first. */
+	uint8_t h[18], b1[64], b2[64], buf[256];
+	struct iw_rdmap_term t;
+	hp_hdr_untagged(h, IW_OP_TERMINATE, 2, 1, 0, true, 0);
+	iw_rdmap_term_prepare(&t, c, NULL, 0, 0);
+	size_t l1 = iw_rdmap_term_encode(&t, b1);
+	iw_rdmap_term_prepare(&t, T(2, 0, 0x02), NULL, 0, 0);
+	size_t l2 = iw_rdmap_term_encode(&t, b2);
+	ssize_t n1 = hp_build(E.peer, h, sizeof(h), b1, l1, buf, sizeof(buf));
+	ssize_t n2 = hp_build(E.peer, h, sizeof(h), b2, l2, buf + n1, sizeof(buf) - (size_t)n1);
+	ck_assert(n1 > 0 && n2 > 0);
+	ck_assert_int_eq(hp_send_raw(E.peer, buf, (size_t)(n1 + n2), 2000), 0);
+	expect_peer_term(c);
+	down();
+}
+END_TEST
+
+/* A Terminate in siw's layout (swapped nibbles, flag bits 0x01..0x04) is
+ * understood: the QP carries the RFC triple. */
+START_TEST(test_terminate_siw_layout)
+{
+	uint8_t h[18], body[4] = { 0x11, 0x00, 0x00, 0x00 }; /* etype 1 << 4 | layer 1 */
+	up();
+	hp_hdr_untagged(h, IW_OP_TERMINATE, 2, 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), body, sizeof(body)), 0);
+	expect_peer_term(T(1, 1, 0x00));
+	down();
+}
+END_TEST
+
+/* Part of an FPDU, then the peer closes its sending side: the stream is
+ * lost mid-FPDU. We close, nothing is completed as a success, nothing
+ * hangs. (RFC 5044 sec. 8: an incomplete FPDU at the end of the stream
+ * is an LLP error; the application sees (2,0,0x01) TCP stream lost.) */
+START_TEST(test_truncated_then_close)
+{
+	uint8_t h[18], buf[256];
+	const char msg[] = "truncated message body";
+	static const size_t cut[] = { 1, 2, 7, 20 };
+	up();
+	hp_env_post_send(&E, 1, 16, true);
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, true, 0);
+	ssize_t n = hp_build(E.peer, h, sizeof(h), msg, sizeof(msg), buf, sizeof(buf));
+	ck_assert_int_gt(n, (ssize_t)cut[_i]);
+	ck_assert_int_eq(hp_send_raw(E.peer, buf, cut[_i], 2000), 0);
+	ck_assert_int_eq(shutdown(E.peer->fd, SHUT_WR), 0);
+	struct hp_fpdu f;
+	int r;
+	while ((r = hp_recv_fpdu(E.peer, HP_WAIT_MS, &f)) == 1)
+		;
+	ck_assert_msg(r == 0 || r == -ECONNRESET, "our side kept the connection open (%d)", r);
+	iw_cm_ack_event(hp_env_event(&E, IW_CM_EVENT_DISCONNECTED, HP_WAIT_MS));
+	ck_assert_int_ne(iw_qp_state(E.qp), IW_QPS_RTS);
+	struct iw_term_cause want = T(2, 0, 0x01);
+	ck_assert_msg(iw_term_cause_eq(iw_qp_error(E.qp), want), "QP cause %s, expected %s",
+		      hp_cause(iw_qp_error(E.qp), 0), hp_cause(want, 1));
+	hp_env_drain(&E, NULL);
+	/* The partial SEND may have reached the receive buffer's first bytes. */
+	hp_env_allow_either(&E, E.arena + E.recv_off, msg, sizeof(msg));
+	hp_env_check_guards(&E);
+	down();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("hostile_frames");
+	TCase *tc = tcase_create("frames");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_bad_crc, 0, 4);
+	tcase_add_loop_test(tc, test_ulpdu_tiny, 0, 2);
+	tcase_add_test(tc, test_ulpdu_short_header);
+	tcase_add_test(tc, test_ulpdu_short_read_req);
+	tcase_add_test(tc, test_ulpdu_too_large);
+	tcase_add_test(tc, test_ulpdu_max_send);
+	tcase_add_test(tc, test_send_too_long);
+	tcase_add_loop_test(tc, test_bad_ddp_version, 0, 6);
+	tcase_add_loop_test(tc, test_bad_rdmap_version, 0, 3);
+	tcase_add_loop_test(tc, test_unknown_opcode, 0, 16);
+	tcase_add_loop_test(tc, test_opcode_wrong_model, 0, 5);
+	tcase_add_loop_test(tc, test_wrong_qn, 0, 4);
+	tcase_add_loop_test(tc, test_msn_out_of_range, 0, 3);
+	tcase_add_test(tc, test_msn_replayed);
+	tcase_add_loop_test(tc, test_wrong_mo, 0, 2);
+	tcase_add_test(tc, test_no_receive_buffer);
+	tcase_add_loop_test(tc, test_write_overlaps_end, 0, 16);
+	tcase_add_test(tc, test_write_before_start);
+	tcase_add_test(tc, test_write_oversized);
+	tcase_add_test(tc, test_write_to_wrap);
+	tcase_add_loop_test(tc, test_write_no_right, 0, 4);
+	tcase_add_test(tc, test_write_deregistered);
+	tcase_add_loop_test(tc, test_write_unknown_stag, 0, 4);
+	tcase_add_test(tc, test_read_ok);
+	tcase_add_loop_test(tc, test_read_no_right, 0, 3);
+	tcase_add_loop_test(tc, test_read_out_of_bounds, 0, 4);
+	tcase_add_test(tc, test_read_unknown_stag);
+	tcase_add_test(tc, test_read_beyond_ird);
+	tcase_add_test(tc, test_read_response_unsolicited);
+	tcase_add_loop_test(tc, test_read_response_mismatch, 0, 2);
+	tcase_add_test(tc, test_terminate_first);
+	tcase_add_test(tc, test_terminate_mid_message);
+	tcase_add_test(tc, test_terminate_twice);
+	tcase_add_test(tc, test_terminate_siw_layout);
+	tcase_add_loop_test(tc, test_truncated_then_close, 0, 4);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return iwt_run_suite(suite());
+}
