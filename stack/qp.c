@@ -537,8 +537,7 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
  * reported as (2,0,0x01) TCP stream lost). */
 static bool rx_mid_message(const struct iw_qp *qp)
 {
-	const struct iw_mpa_rx *rx = &qp->conn.mpa_rx;
-	return rx->state != IW_MPA_RX_S_LEN || rx->have || rx->marker_have || qp->rx_cur;
+	return !iw_mpa_rx_at_boundary(&qp->conn.mpa_rx) || qp->conn.mpa_rx.marker_have || qp->rx_cur;
 }
 
 void iw_qp_transport_closed(struct iw_qp *qp, int err)
