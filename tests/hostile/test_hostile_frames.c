@@ -677,6 +677,67 @@ START_TEST(test_truncated_then_close)
 }
 END_TEST
 
+/* The peer's FIN after whole FPDUs: inside a SEND message (first segment
+ * only: stream lost) or between messages (a graceful close: no cause). */
+START_TEST(test_close_between_fpdus)
+{
+	uint8_t h[18], data[16];
+	bool mid = _i == 0;
+	memset(data, 0x19, sizeof(data));
+	up();
+	good_send("whole");
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 2, 0, !mid, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, sizeof(data)), 0);
+	if (mid)
+		hp_env_allow(&E, E.arena + E.recv_off + HP_RECV_LEN, data, sizeof(data));
+	else {
+		hp_env_allow(&E, E.arena + E.recv_off + HP_RECV_LEN, data, sizeof(data));
+		E.may_succeed[1] = true;
+	}
+	ck_assert_int_eq(shutdown(E.peer->fd, SHUT_WR), 0);
+	struct hp_fpdu f;
+	int r;
+	while ((r = hp_recv_fpdu(E.peer, HP_WAIT_MS, &f)) == 1)
+		ck_assert(f.tagged || f.opcode != IW_OP_TERMINATE);
+	ck_assert_msg(r == 0 || r == -ECONNRESET, "our side kept the connection open (%d)", r);
+	iw_cm_ack_event(hp_env_event(&E, IW_CM_EVENT_DISCONNECTED, HP_WAIT_MS));
+	struct iw_term_cause want = mid ? T(2, 0, 0x01) : T(0, 0, 0);
+	ck_assert_msg(iw_term_cause_eq(iw_qp_error(E.qp), want), "QP cause %s, expected %s",
+		      hp_cause(iw_qp_error(E.qp), 0), hp_cause(want, 1));
+	ck_assert_int_ne(iw_qp_state(E.qp), IW_QPS_RTS);
+	hp_env_drain(&E, NULL);
+	ck_assert_int_eq(E.status[0], IW_WC_SUCCESS);
+	if (!mid)
+		ck_assert_int_eq(E.status[1], IW_WC_SUCCESS);
+	hp_env_check_guards(&E);
+	down();
+}
+END_TEST
+
+/* After our Terminate and FIN the peer keeps its end open and silent: the
+ * WRs are flushed at once, and the application still gets DISCONNECTED
+ * when our graceful close gives up on the peer's FIN (5 s in
+ * transport_tcp.c), bounded here by 8 s. */
+START_TEST(test_peer_stays_open)
+{
+	uint8_t h[14], data[16] = { 0 };
+	struct iw_term_cause want = T(1, 1, 0x00);
+	struct iw_rdmap_term t;
+	up();
+	hp_hdr_tagged(h, IW_OP_WRITE, 0xDEADBE00u, 0x1000, true);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, sizeof(data)), 0);
+	ck_assert_int_eq(hp_expect_term(E.peer, HP_WAIT_MS, &t), 0);
+	ck_assert(iw_term_cause_eq(t.cause, want));
+	uint64_t t0 = hp_now_ms();
+	hp_env_drain(&E, &want);
+	ck_assert_uint_lt(hp_now_ms() - t0, 2000);
+	ck_assert(iw_term_cause_eq(iw_qp_error(E.qp), want));
+	iw_cm_ack_event(hp_env_event(&E, IW_CM_EVENT_DISCONNECTED, 8000));
+	hp_env_check_guards(&E);
+	down();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *suite(void)
@@ -720,6 +781,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_terminate_twice);
 	tcase_add_test(tc, test_terminate_siw_layout);
 	tcase_add_loop_test(tc, test_truncated_then_close, 0, 4);
+	tcase_add_loop_test(tc, test_close_between_fpdus, 0, 2);
+	tcase_add_test(tc, test_peer_stays_open);
 	suite_add_tcase(s, tc);
 	return s;
 }
