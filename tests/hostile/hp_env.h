@@ -68,6 +68,9 @@ struct hp_env {
  * receives posted. qp_ird/ord unused here: the CM negotiates them. */
 void hp_env_init(struct hp_env *e);
 void hp_env_fini(struct hp_env *e);
+/* After a finished case: destroy the QP and its id, make a new QP with
+ * fresh receives and a new peer (the listener, regions and arena stay). */
+void hp_env_new_qp(struct hp_env *e);
 
 uint8_t *hp_mr_ptr(struct hp_env *e, int i);
 uint64_t hp_mr_to(struct hp_env *e, int i);
