@@ -36,8 +36,9 @@ static void qp_up(struct hp_env *e)
 	qa.cap.max_send_wr = 32;
 	qa.cap.max_recv_wr = 32;
 	qa.sq_sig_all = true;
+	qa.srq = e->srq;
 	ck_assert_int_eq(iw_create_qp(e->pd, &qa, &e->qp), 0);
-	for (int i = 0; i < HP_RECV_N; i++) {
+	for (int i = 0; i < HP_RECV_N && !e->srq; i++) {
 		struct iw_sge sge = { (uint64_t)(uintptr_t)(e->arena + e->recv_off + (size_t)i * HP_RECV_LEN), HP_RECV_LEN,
 				      iw_mr_stag(e->rmr) };
 		struct iw_recv_wr wr = { .wr_id = 1000u + (uint64_t)i, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
@@ -48,7 +49,19 @@ static void qp_up(struct hp_env *e)
 	ck_assert_ptr_nonnull(e->peer);
 }
 
+static void env_init(struct hp_env *e, bool srq);
+
 void hp_env_init(struct hp_env *e)
+{
+	env_init(e, false);
+}
+
+void hp_env_init_srq(struct hp_env *e)
+{
+	env_init(e, true);
+}
+
+static void env_init(struct hp_env *e, bool srq)
 {
 	static const unsigned acc[HP_NMR] = {
 		[HP_MR_NONE] = 0,
@@ -88,6 +101,18 @@ void hp_env_init(struct hp_env *e)
 	ck_assert_int_eq(iw_reg_mr(e->pd, e->arena + e->recv_off, HP_RECV_N * HP_RECV_LEN, IW_ACCESS_LOCAL_WRITE,
 				   &e->rmr), 0);
 	ck_assert_int_eq(iw_reg_mr(e->pd, e->arena + e->sink_off, HP_MR_LEN, IW_ACCESS_LOCAL_WRITE, &e->smr), 0);
+	if (srq) {
+		struct iw_srq_init_attr sa = { .max_wr = 64, .max_sge = 4 };
+		ck_assert_int_eq(iw_create_srq(e->pd, &sa, &e->srq), 0);
+		for (int i = 0; i < HP_RECV_N; i++) {
+			struct iw_sge sge = { (uint64_t)(uintptr_t)(e->arena + e->recv_off + (size_t)i * HP_RECV_LEN),
+					      HP_RECV_LEN, iw_mr_stag(e->rmr) };
+			struct iw_recv_wr wr = { .wr_id = 1000u + (uint64_t)i, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
+			ck_assert_int_eq(iw_post_srq_recv(e->srq, &wr, &bad), 0);
+			hp_env_track(e, wr.wr_id, false);
+			e->optional[e->n_wr - 1] = true;
+		}
+	}
 
 	qp_up(e);
 }
@@ -103,7 +128,22 @@ void hp_env_new_qp(struct hp_env *e)
 		ck_assert_int_eq(iw_cm_destroy_id(e->id), 0);
 	e->id = NULL;
 	ck_assert_int_eq(iw_poll_cq(e->cq, 1, &wc), 0); /* everything was drained */
-	e->n_wr = 0;
+	if (e->srq) {
+		/* SRQ entries not yet completed stay posted: keep tracking them. */
+		int k = 0;
+		for (int i = 0; i < e->n_wr; i++) {
+			if (e->optional[i] && !e->ndone[i]) {
+				e->wr_id[k] = e->wr_id[i];
+				e->may_succeed[k] = false;
+				e->optional[k] = true;
+				e->ndone[k] = 0;
+				k++;
+			}
+		}
+		e->n_wr = k;
+	} else {
+		e->n_wr = 0;
+	}
 	e->n_either = 0;
 	qp_up(e);
 }
@@ -115,6 +155,8 @@ void hp_env_fini(struct hp_env *e)
 	if (e->lfd >= 0)
 		close(e->lfd);
 	ck_assert_int_eq(iw_destroy_qp(e->qp), 0);
+	if (e->srq)
+		ck_assert_int_eq(iw_destroy_srq(e->srq), 0);
 	if (e->id)
 		ck_assert_int_eq(iw_cm_destroy_id(e->id), 0);
 	if (e->listen)
@@ -208,6 +250,7 @@ void hp_env_track(struct hp_env *e, uint64_t wr_id, bool may_succeed)
 	ck_assert_int_lt(e->n_wr, HP_MAX_WR);
 	e->wr_id[e->n_wr] = wr_id;
 	e->may_succeed[e->n_wr] = may_succeed;
+	e->optional[e->n_wr] = false;
 	e->ndone[e->n_wr] = 0;
 	e->n_wr++;
 }
@@ -283,10 +326,17 @@ static int find_wr(struct hp_env *e, uint64_t wr_id)
 	return -1;
 }
 
+void hp_env_require(struct hp_env *e, uint64_t wr_id)
+{
+	int i = find_wr(e, wr_id);
+	ck_assert_int_ge(i, 0);
+	e->optional[i] = false;
+}
+
 static bool all_done(struct hp_env *e)
 {
 	for (int i = 0; i < e->n_wr; i++)
-		if (!e->ndone[i])
+		if (!e->ndone[i] && !e->optional[i])
 			return false;
 	return true;
 }
@@ -324,7 +374,8 @@ void hp_env_drain(struct hp_env *e, const struct iw_term_cause *want)
 		}
 	}
 	for (int i = 0; i < e->n_wr; i++)
-		ck_assert_msg(e->ndone[i] == 1, "wr %llu never completed", (unsigned long long)e->wr_id[i]);
+		ck_assert_msg(e->ndone[i] == 1 || (e->optional[i] && !e->ndone[i]), "wr %llu never completed",
+			      (unsigned long long)e->wr_id[i]);
 	/* No late duplicates. */
 	for (int t = 0; t < 10; t++) {
 		int n = iw_poll_cq(e->cq, 16, wc);

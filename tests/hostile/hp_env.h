@@ -41,6 +41,7 @@ struct hp_env {
 	struct iw_pd *pd;
 	struct iw_cq *cq;
 	struct iw_qp *qp;
+	struct iw_srq *srq; /* SRQ mode (hp_env_init_srq): receives live here */
 	uint8_t *arena, *shadow;
 	size_t arena_len;
 	size_t mr_off[HP_NMR];
@@ -53,6 +54,7 @@ struct hp_env {
 	/* Work request accounting. */
 	uint64_t wr_id[HP_MAX_WR];
 	bool may_succeed[HP_MAX_WR];
+	bool optional[HP_MAX_WR]; /* may stay uncompleted (SRQ entries no QP took) */
 	int ndone[HP_MAX_WR];
 	enum iw_wc_status status[HP_MAX_WR];
 	int n_wr;
@@ -68,6 +70,10 @@ struct hp_env {
  * receives posted. qp_ird/ord unused here: the CM negotiates them. */
 void hp_env_init(struct hp_env *e);
 void hp_env_fini(struct hp_env *e);
+/* The same with a shared receive queue: the HP_RECV_N receives are posted
+ * once to the SRQ (wr_id 1000..) and tracked as optional: a QP that fails
+ * must complete the one it took exactly once and leave the others. */
+void hp_env_init_srq(struct hp_env *e);
 /* After a finished case: destroy the QP and its id, make a new QP with
  * fresh receives and a new peer (the listener, regions and arena stay). */
 void hp_env_new_qp(struct hp_env *e);
@@ -90,6 +96,8 @@ struct iw_cm_event *hp_env_event(struct hp_env *e, enum iw_cm_event_type type, i
 /* Track a WR this test posted; may_succeed: a successful completion is
  * acceptable (else it must end in an error or flush status). */
 void hp_env_track(struct hp_env *e, uint64_t wr_id, bool may_succeed);
+/* Tracked WR i must complete (exactly once) after all. */
+void hp_env_require(struct hp_env *e, uint64_t wr_id);
 /* Post an RDMA READ of len bytes from the peer's (stag, to) into our sink:
  * it stays outstanding (the peer never answers). */
 void hp_env_post_read(struct hp_env *e, uint64_t wr_id, uint32_t stag, uint64_t to, uint32_t len);

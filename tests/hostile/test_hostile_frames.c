@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "ddp/ddp_wire.h"
 #include "hp_env.h"
@@ -50,6 +51,24 @@ static void up_mode(int mode)
 	ck_assert_int_eq(E.peer->markers_rx, markers);
 }
 
+/* Eight framings: bit 0 peer as responder, bit 1 markers, bit 2 CRC off. */
+static void up_mode8(int mode)
+{
+	bool resp = mode & 1, markers = mode & 2, crc = !(mode & 4);
+	struct hp_mpa m = { .flags = (uint8_t)(0x10 | (markers ? 0x80 : 0) | (crc ? 0x40 : 0)), .rev = 2, .ird = 4,
+			    .ord = 4 };
+	struct iw_conn_param cp = { .markers = markers, .crc = crc ? IW_CRC_ON : IW_CRC_OFF };
+
+	hp_env_init(&E);
+	if (resp)
+		hp_env_peer_responds(&E, &m, 0, &cp);
+	else
+		hp_env_peer_initiates(&E, &m, &cp);
+	ck_assert_int_eq(E.peer->crc, crc);
+	ck_assert_int_eq(E.peer->markers_tx, markers);
+	ck_assert_int_eq(E.peer->markers_rx, markers);
+}
+
 /* A valid SEND lands in the first receive buffer: allowed in the shadow. */
 static void good_send(const char *msg)
 {
@@ -81,6 +100,72 @@ START_TEST(test_bad_crc)
 	hp_env_allow_either(&E, E.arena + E.recv_off + HP_RECV_LEN, msg, sizeof(msg));
 	/* MPA errors copy no header (RFC 5040 sec. 4.8: the headers cannot be trusted). */
 	hp_env_expect_term(&E, T(2, 0, 0x02), NULL, 0);
+	down();
+}
+END_TEST
+
+/* In every framing: a valid SEND, a valid 1000-byte WRITE (crosses a
+ * marker position), then a WRITE past the region's end. */
+START_TEST(test_modes_bounds)
+{
+	uint8_t h[14], data[1000];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i ^ 0x5A);
+	up_mode8(_i);
+	good_send("mode check");
+	ck_assert_int_eq(hp_send_write(E.peer, hp_mr_stag(&E, HP_MR_ALL), hp_mr_to(&E, HP_MR_ALL) + 3, data,
+				       sizeof(data)), 0);
+	hp_env_allow(&E, hp_mr_ptr(&E, HP_MR_ALL) + 3, data, sizeof(data));
+	hp_hdr_tagged(h, IW_OP_WRITE, hp_mr_stag(&E, HP_MR_ALL), hp_mr_to(&E, HP_MR_ALL) + HP_MR_LEN - 10, true);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, 11), 0);
+	hp_env_expect_term(&E, T(1, 1, 0x01), h, sizeof(h));
+	down();
+}
+END_TEST
+
+/* Markers on: a marker whose FPDU pointer is wrong (RFC 5044 sec. 5:
+ * (2,0,0x03) marker/ULPDU_LENGTH error), CRC on and off. The peer's first
+ * FPDU starts with a marker (pointer 0); the test breaks it. */
+START_TEST(test_bad_marker)
+{
+	uint8_t h[18], buf[256];
+	up_mode8(2 | (_i ? 4 : 0));
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, true, 0);
+	ssize_t n = hp_build(E.peer, h, sizeof(h), "marked", 6, buf, sizeof(buf));
+	ck_assert_int_gt(n, 4);
+	ck_assert_uint_eq(buf[2], 0);
+	ck_assert_uint_eq(buf[3], 0);
+	buf[3] = 4;
+	ck_assert_int_eq(hp_send_raw(E.peer, buf, (size_t)n, 2000), 0);
+	hp_env_expect_term(&E, T(2, 0, 0x03), NULL, 0);
+	down();
+}
+END_TEST
+
+/* Marker reserved bits are ignored on receipt (RFC 5044 sec. 5): a SEND
+ * behind a marker with 0xFFFF reserved bits is accepted (CRC off, so the
+ * changed bytes do not break the CRC). */
+START_TEST(test_marker_reserved_ignored)
+{
+	uint8_t buf[256], h[18];
+	struct iw_wc wc;
+	up_mode8(2 | 4);
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, true, 0);
+	ssize_t n = hp_build(E.peer, h, sizeof(h), "marked", 6, buf, sizeof(buf));
+	ck_assert_int_gt(n, 4);
+	buf[0] = buf[1] = 0xFF;
+	E.peer->send_msn = 2;
+	ck_assert_int_eq(hp_send_raw(E.peer, buf, (size_t)n, 2000), 0);
+	uint64_t end = hp_now_ms() + HP_WAIT_MS;
+	int k;
+	while ((k = iw_poll_cq(E.cq, 1, &wc)) == 0 && hp_now_ms() < end)
+		usleep(1000);
+	ck_assert_int_eq(k, 1);
+	ck_assert_int_eq(wc.status, IW_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, 6);
+	E.ndone[0] = 1;
+	hp_env_allow(&E, E.arena + E.recv_off, "marked", 6);
+	hp_env_check_guards(&E);
 	down();
 }
 END_TEST
@@ -747,6 +832,9 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_bad_crc, 0, 4);
+	tcase_add_loop_test(tc, test_modes_bounds, 0, 8);
+	tcase_add_loop_test(tc, test_bad_marker, 0, 2);
+	tcase_add_test(tc, test_marker_reserved_ignored);
 	tcase_add_loop_test(tc, test_ulpdu_tiny, 0, 2);
 	tcase_add_test(tc, test_ulpdu_short_header);
 	tcase_add_test(tc, test_ulpdu_short_read_req);
