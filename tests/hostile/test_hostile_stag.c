@@ -6,6 +6,7 @@
  * hostile peer (hp_peer) and check the Terminate it receives. */
 #include <check.h>
 #include <errno.h>
+#include <sys/socket.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,6 +347,61 @@ START_TEST(test_other_pd)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Memory going away under the peer's feet                            */
+
+/* The peer reads 16 MiB from a region but does not drain its socket, so
+ * our Read Response is stuck in transmission (sent zero copy from the
+ * region). Deregistration and re-registration are refused (-EBUSY) while
+ * the response needs the memory. _i == 0: the peer then drains, every
+ * byte is the region's, and deregistration succeeds. _i == 1: the peer
+ * resets the connection instead; deregistration succeeds soon after. */
+START_TEST(test_dereg_during_read_response)
+{
+	enum { SZ = 16 << 20 };
+	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4, .rcvbuf = 4096 };
+	struct iw_mr *mr;
+	uint8_t *mem = malloc(SZ);
+	ck_assert_ptr_nonnull(mem);
+	memset(mem, 0x11, SZ);
+	hp_env_init(&E);
+	hp_env_peer_initiates(&E, &m, NULL);
+	ck_assert_int_eq(iw_reg_mr(E.pd, mem, SZ, IW_ACCESS_REMOTE_READ, &mr), 0);
+	ck_assert_int_eq(hp_send_read_req(E.peer, 0x100, 0, SZ, iw_mr_stag(mr), (uint64_t)(uintptr_t)mem), 0);
+	usleep(300000);
+	ck_assert_int_eq(iw_dereg_mr(mr), -EBUSY);
+	ck_assert_int_eq(iw_rereg_mr(mr, mem, SZ, IW_ACCESS_REMOTE_READ), -EBUSY);
+	if (_i == 0) {
+		struct hp_fpdu f;
+		size_t got = 0;
+		while (got < SZ) {
+			ck_assert_int_eq(hp_recv_fpdu(E.peer, HP_WAIT_MS, &f), 1);
+			ck_assert_uint_eq(f.opcode, IW_OP_READ_RESP);
+			for (size_t i = 0; i < f.payload_len; i++)
+				if (f.payload[i] != 0x11)
+					ck_abort_msg("response byte %zu is not the region's", got + i);
+			got += f.payload_len;
+		}
+		ck_assert(f.last);
+		ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	} else {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+		setsockopt(E.peer->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(E.peer->fd);
+		E.peer->fd = -1;
+		uint64_t end = hp_now_ms() + 2000;
+		int rc;
+		while ((rc = iw_dereg_mr(mr)) == -EBUSY && hp_now_ms() < end)
+			usleep(1000);
+		ck_assert_int_eq(rc, 0);
+		iw_cm_ack_event(hp_env_event(&E, IW_CM_EVENT_DISCONNECTED, HP_WAIT_MS));
+	}
+	memset(mem, 0xAB, SZ);
+	hp_env_fini(&E);
+	free(mem);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hostile_stag");
@@ -362,6 +418,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_send_inv_completion_then_write);
 	tcase_add_test(tc, test_send_inv_twice);
 	tcase_add_loop_test(tc, test_other_pd, 0, 3);
+	tcase_add_loop_test(tc, test_dereg_during_read_response, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
