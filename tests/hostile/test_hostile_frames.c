@@ -5,6 +5,7 @@
  * right triple is debatable the RFC section is cited. */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -823,6 +824,91 @@ START_TEST(test_peer_stays_open)
 }
 END_TEST
 
+/* Odd Terminates: an empty body (shorter than its 4-byte control word),
+ * a 1000-byte body (longer than any Terminate), and one split over two
+ * segments. Whatever we make of them, the stream stops, we close, the QP
+ * is in error and everything is flushed. */
+START_TEST(test_terminate_malformed)
+{
+	uint8_t h[18], body[1000];
+	struct hp_fpdu f;
+	int r;
+	memset(body, 0, sizeof(body));
+	body[0] = 0x11; /* DDP, tagged buffer */
+	up();
+	hp_env_post_read(&E, 5, 0x100u, 0x2000, 16);
+	if (_i == 0) {
+		hp_hdr_untagged(h, IW_OP_TERMINATE, 2, 1, 0, true, 0);
+		ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), NULL, 0), 0);
+	} else if (_i == 1) {
+		hp_hdr_untagged(h, IW_OP_TERMINATE, 2, 1, 0, true, 0);
+		ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), body, sizeof(body)), 0);
+	} else {
+		hp_hdr_untagged(h, IW_OP_TERMINATE, 2, 1, 0, false, 0);
+		ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), body, 2), 0);
+		hp_hdr_untagged(h, IW_OP_TERMINATE, 2, 1, 2, true, 0);
+		ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), body + 2, 2), 0);
+	}
+	while ((r = hp_recv_fpdu(E.peer, HP_WAIT_MS, &f)) == 1)
+		;
+	ck_assert_msg(r == 0 || r == -ECONNRESET, "our side kept the connection open (%d)", r);
+	shutdown(E.peer->fd, SHUT_WR);
+	iw_cm_ack_event(hp_env_event(&E, IW_CM_EVENT_DISCONNECTED, HP_WAIT_MS));
+	ck_assert_int_eq(iw_qp_state(E.qp), IW_QPS_ERROR);
+	if (getenv("HP_DEBUG"))
+		fprintf(stderr, "malformed terminate %d: QP cause %s\n", _i, hp_cause(iw_qp_error(E.qp), 0));
+	/* Empty, or split so that a segment cannot hold the 4-byte control
+	 * word: below the minimum ULPDU, (2,0,0x03); too long for any
+	 * Terminate: (1,2,0x05). */
+	static const struct iw_term_cause want[] = { { 2, 0, 0x03 }, { 1, 2, 0x05 }, { 2, 0, 0x03 } };
+	ck_assert_msg(iw_term_cause_eq(iw_qp_error(E.qp), want[_i]), "QP cause %s", hp_cause(iw_qp_error(E.qp), 0));
+	hp_env_drain(&E, NULL);
+	hp_env_check_guards(&E);
+	down();
+}
+END_TEST
+
+/* Zero-length operations: a zero-length Read Request gets a zero-length
+ * Read Response; a zero-length WRITE touches no memory and is accepted
+ * whatever its STag (RFC 6581's zero-length WRITE RTR relies on that; a
+ * choice documented in rdmap_conn.c), so an MSN error ends the case. */
+START_TEST(test_zero_length)
+{
+	struct hp_fpdu f;
+	uint8_t h[14];
+	up();
+	ck_assert_int_eq(hp_send_read_req(E.peer, 0x7700u, 0x40, 0, hp_mr_stag(&E, HP_MR_R), hp_mr_to(&E, HP_MR_R)),
+			 0);
+	ck_assert_int_eq(hp_recv_fpdu(E.peer, HP_WAIT_MS, &f), 1);
+	ck_assert_uint_eq(f.opcode, IW_OP_READ_RESP);
+	ck_assert_uint_eq(f.payload_len, 0);
+	ck_assert_uint_eq(f.stag, 0x7700u);
+	ck_assert(f.last);
+	hp_hdr_tagged(h, IW_OP_WRITE, 0x00ABCD00u, 0, true);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), NULL, 0), 0);
+	ck_assert(hp_quiet(E.peer, 100));
+	ck_assert_int_eq(iw_qp_state(E.qp), IW_QPS_RTS);
+	uint8_t u[18];
+	hp_hdr_untagged(u, IW_OP_SEND, 0, 9, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, u, sizeof(u), "x", 1), 0);
+	hp_env_expect_term(&E, T(1, 2, 0x03), u, sizeof(u));
+	down();
+}
+END_TEST
+
+/* Send with Invalidate naming an STag that does not exist, and STag 0. */
+START_TEST(test_send_inv_unknown)
+{
+	uint8_t h[18];
+	up();
+	hp_hdr_untagged(h, IW_OP_SEND_INV, 0, 1, 0, true, _i ? 0u : 0x00FEDC00u);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), "inv", 3), 0);
+	hp_env_allow_either(&E, E.arena + E.recv_off, "inv", 3);
+	hp_env_expect_term(&E, T(0, 1, 0x09), h, sizeof(h));
+	down();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *suite(void)
@@ -871,6 +957,9 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_truncated_then_close, 0, 4);
 	tcase_add_loop_test(tc, test_close_between_fpdus, 0, 2);
 	tcase_add_test(tc, test_peer_stays_open);
+	tcase_add_loop_test(tc, test_terminate_malformed, 0, 3);
+	tcase_add_test(tc, test_zero_length);
+	tcase_add_loop_test(tc, test_send_inv_unknown, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
