@@ -16,6 +16,7 @@
 #include "iwt_check.h"
 #include "iwt_common.h"
 #include "iwt_ddp.h"
+#include "iwt_handshake.h"
 #include "rdmap/rdmap_wire.h"
 
 static struct hp_env E;
@@ -909,6 +910,93 @@ START_TEST(test_send_inv_unknown)
 }
 END_TEST
 
+/* A Read Request with MSN 0, 2, 0xFFFFFFFF on QN 1 (first request). */
+START_TEST(test_read_req_bad_msn)
+{
+	static const uint32_t msn[] = { 0, 2, 0xFFFFFFFFu };
+	uint8_t h[18], body[28];
+	struct iw_rdmap_read_req rr = { 0x100, 0, 16, 0, 0 };
+	up();
+	rr.src_stag = hp_mr_stag(&E, HP_MR_R);
+	rr.src_to = hp_mr_to(&E, HP_MR_R);
+	iw_rdmap_read_req_encode(&rr, body);
+	hp_hdr_untagged(h, IW_OP_READ_REQ, 1, msn[_i], 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), body, sizeof(body)), 0);
+	hp_env_expect_term(&E, T(1, 2, 0x03), h, sizeof(h));
+	down();
+}
+END_TEST
+
+/* Reserved bits: DDP control (0x3C) and RDMAP control (0x30) set on a
+ * SEND and a WRITE are ignored on receipt (RFC 5041 sec. 4.1, RFC 5040
+ * sec. 4.1); both are delivered. */
+START_TEST(test_reserved_bits_ignored)
+{
+	uint8_t h[18], w[14];
+	struct iw_wc wc;
+	up();
+	hp_hdr_tagged(w, IW_OP_WRITE, hp_mr_stag(&E, HP_MR_W), hp_mr_to(&E, HP_MR_W) + 4, true);
+	w[0] |= 0x3C;
+	w[1] |= 0x30;
+	ck_assert_int_eq(hp_send_fpdu(E.peer, w, sizeof(w), "rsvd-write", 10), 0);
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, true, 0);
+	h[0] |= 0x3C;
+	h[1] |= 0x30;
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), "rsvd-send", 9), 0);
+	uint64_t end = hp_now_ms() + HP_WAIT_MS;
+	int n;
+	while ((n = iw_poll_cq(E.cq, 1, &wc)) == 0 && hp_now_ms() < end)
+		usleep(1000);
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(wc.status, IW_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, 9);
+	E.ndone[0] = 1;
+	hp_env_allow(&E, hp_mr_ptr(&E, HP_MR_W) + 4, "rsvd-write", 10);
+	hp_env_allow(&E, E.arena + E.recv_off, "rsvd-send", 9);
+	hp_env_check_guards(&E);
+	ck_assert(hp_quiet(E.peer, 50));
+	down();
+}
+END_TEST
+
+/* The peer as responder puts a SEND right behind its Reply, before our
+ * first FPDU (RFC 5044 sec. 7.1 forbids it for the responder; as the
+ * receiver we may be lenient). The Reply is read exactly, the SEND is the
+ * stream's first FPDU and is delivered. */
+START_TEST(test_fpdu_behind_reply)
+{
+	uint8_t buf[256], h[18];
+	struct iw_wc wc;
+	struct sockaddr_storage ss;
+	hp_env_init(&E);
+	E.lfd = hp_listen(&ss);
+	ck_assert_int_ge(E.lfd, 0);
+	ck_assert_int_eq(iw_cm_create_id(E.ch, &E, &E.id), 0);
+	ck_assert_int_eq(iw_cm_connect(E.id, E.qp, (struct sockaddr *)&ss, NULL), 0);
+	ck_assert_int_eq(hp_accept(E.peer, E.lfd, HP_WAIT_MS, 0), 0);
+	uint8_t req[24];
+	ck_assert_int_eq(hp_recv_exact(E.peer, req, sizeof(req), HP_WAIT_MS), 0);
+	size_t n = iwt_mpa_rep_bytes(0x50, 2, iwt_mpa_w1(false, false, 4), iwt_mpa_w2(false, false, 4), NULL, 0, buf);
+	E.peer->crc = true;
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 1, 0, true, 0);
+	ssize_t k = hp_build(E.peer, h, sizeof(h), "early", 5, buf + n, sizeof(buf) - n);
+	ck_assert_int_gt(k, 0);
+	ck_assert_int_eq(hp_send_raw(E.peer, buf, n + (size_t)k, 2000), 0);
+	iw_cm_ack_event(hp_env_event(&E, IW_CM_EVENT_ESTABLISHED, HP_WAIT_MS));
+	uint64_t end = hp_now_ms() + HP_WAIT_MS;
+	int r;
+	while ((r = iw_poll_cq(E.cq, 1, &wc)) == 0 && hp_now_ms() < end)
+		usleep(1000);
+	ck_assert_int_eq(r, 1);
+	ck_assert_int_eq(wc.status, IW_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, 5);
+	E.ndone[0] = 1;
+	hp_env_allow(&E, E.arena + E.recv_off, "early", 5);
+	hp_env_check_guards(&E);
+	down();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *suite(void)
@@ -960,6 +1048,9 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_terminate_malformed, 0, 3);
 	tcase_add_test(tc, test_zero_length);
 	tcase_add_loop_test(tc, test_send_inv_unknown, 0, 2);
+	tcase_add_loop_test(tc, test_read_req_bad_msn, 0, 3);
+	tcase_add_test(tc, test_reserved_bits_ignored);
+	tcase_add_test(tc, test_fpdu_behind_reply);
 	suite_add_tcase(s, tc);
 	return s;
 }
