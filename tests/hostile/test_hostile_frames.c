@@ -997,6 +997,76 @@ START_TEST(test_fpdu_behind_reply)
 }
 END_TEST
 
+/* The peer's Request says ORD 0, so we grant IRD 0; it sends a Read
+ * Request anyway: beyond IRD, (0,2,0x07). */
+START_TEST(test_read_with_ird_zero)
+{
+	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 0 };
+	uint8_t h[18];
+	hp_env_init(&E);
+	hp_env_peer_initiates(&E, &m, NULL);
+	ck_assert_uint_eq(E.peer->peer_ird, 0);
+	ck_assert_int_eq(hp_send_read_req(E.peer, 0x100, 0, 16, hp_mr_stag(&E, HP_MR_R), hp_mr_to(&E, HP_MR_R)), 0);
+	hp_hdr_untagged(h, IW_OP_READ_REQ, 1, 1, 0, true, 0);
+	hp_env_expect_term(&E, T(0, 2, 0x07), h, sizeof(h));
+	down();
+}
+END_TEST
+
+/* The peer (responder) grants us ORD 0 (its Reply says IRD 0). A READ we
+ * post must not go out (the peer never sees a Read Request); it is
+ * refused at post time or flushed when the connection ends. */
+START_TEST(test_our_read_with_ord_zero)
+{
+	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 0, .ord = 4 };
+	struct hp_fpdu f;
+	hp_env_init(&E);
+	hp_env_peer_responds(&E, &m, 0, NULL);
+	struct iw_sge sge = { (uint64_t)(uintptr_t)(E.arena + E.sink_off), 16, iw_mr_stag(E.smr) };
+	struct iw_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = IW_WR_RDMA_READ,
+				 .remote_addr = 0x1000, .rkey = 0x100 }, *bad = NULL;
+	int rc = iw_post_send(E.qp, &wr, &bad);
+	if (rc == 0)
+		hp_env_track(&E, 9, false);
+	if (getenv("HP_DEBUG"))
+		fprintf(stderr, "READ with ORD 0: post %d\n", rc);
+	/* A SEND of the peer lets our side transmit (lock-step); nothing but
+	 * a possible SEND of ours may come back. */
+	good_send("hi");
+	int r = hp_recv_fpdu(E.peer, 300, &f);
+	ck_assert_msg(r == -ETIMEDOUT, "our side sent something (%d, opcode %u)", r, f.opcode);
+	ck_assert_int_eq(shutdown(E.peer->fd, SHUT_WR), 0);
+	ck_assert_int_eq(hp_wait_closed(E.peer, HP_WAIT_MS), 0);
+	iw_cm_ack_event(hp_env_event(&E, IW_CM_EVENT_DISCONNECTED, HP_WAIT_MS));
+	hp_env_drain(&E, NULL);
+	hp_env_check_guards(&E);
+	down();
+}
+END_TEST
+
+/* Our READ of 32 bytes gets a 16-byte response marked last: the READ
+ * fails, the stream stops with RDMAP remote operation, unspecified (RFC
+ * 5040 sec. 7: no specific code for a short response). */
+START_TEST(test_read_response_short)
+{
+	struct hp_fpdu f;
+	uint8_t h[14], data[16];
+	memset(data, 0x3A, sizeof(data));
+	up();
+	good_send("go");
+	hp_env_post_read(&E, 1, 0xABCD00u, 0x5000, 32);
+	ck_assert_int_eq(hp_recv_fpdu(E.peer, HP_WAIT_MS, &f), 1);
+	ck_assert_uint_eq(f.opcode, IW_OP_READ_REQ);
+	struct iw_rdmap_read_req rr;
+	iw_rdmap_read_req_decode(f.payload, &rr);
+	hp_hdr_tagged(h, IW_OP_READ_RESP, rr.sink_stag, rr.sink_to, true);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, sizeof(data)), 0);
+	hp_env_allow(&E, E.arena + E.sink_off, data, sizeof(data)); /* placed into our sink before L said short */
+	hp_env_expect_term(&E, T(0, 2, 0xFF), h, sizeof(h));
+	down();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *suite(void)
@@ -1051,6 +1121,9 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_read_req_bad_msn, 0, 3);
 	tcase_add_test(tc, test_reserved_bits_ignored);
 	tcase_add_test(tc, test_fpdu_behind_reply);
+	tcase_add_test(tc, test_read_with_ird_zero);
+	tcase_add_test(tc, test_our_read_with_ord_zero);
+	tcase_add_test(tc, test_read_response_short);
 	suite_add_tcase(s, tc);
 	return s;
 }

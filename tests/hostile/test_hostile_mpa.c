@@ -155,6 +155,16 @@ START_TEST(test_request_bad_key)
 }
 END_TEST
 
+/* Rev 2 with the enhanced bit but PD_Length 2: too short for the two
+ * RFC 6581 words. */
+START_TEST(test_request_enhanced_short)
+{
+	uint8_t f[64], body[2] = { 0, 1 };
+	size_t n = iwt_mpa_raw_bytes("MPA ID Req Frame", 0x50, 2, 2, body, 2, f);
+	refused_request(f, n, false);
+}
+END_TEST
+
 /* Revisions 0, 3 and 255 (RFC 5044 sec. 7.1: a receiver that cannot
  * interoperate with the revision closes the connection). */
 START_TEST(test_request_bad_rev)
@@ -357,6 +367,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_request_pdata_over, 0, 2);
 	tcase_add_loop_test(tc, test_request_bad_key, 0, 3);
 	tcase_add_loop_test(tc, test_request_bad_rev, 0, 3);
+	tcase_add_test(tc, test_request_enhanced_short);
 	tcase_add_loop_test(tc, test_request_truncated, 0, 3);
 	tcase_add_loop_test(tc, test_request_reserved_bits, 0, 2);
 	tcase_add_loop_test(tc, test_reply_bad_key, 0, 2);
