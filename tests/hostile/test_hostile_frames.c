@@ -329,12 +329,18 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* Untagged: QN, MSN, MO                                               */
 
+/* SEND on QN 1, 2, 3, 0xFFFFFFFF; Read Request on QN 0 and 2; Terminate
+ * on QN 0 and 1: (1,2,0x01). */
 START_TEST(test_wrong_qn)
 {
-	static const uint32_t qn[] = { 1, 2, 3, 0xFFFFFFFFu };
+	static const struct {
+		uint8_t op;
+		uint32_t qn;
+	} c[] = { { IW_OP_SEND, 1 }, { IW_OP_SEND, 2 }, { IW_OP_SEND, 3 }, { IW_OP_SEND, 0xFFFFFFFFu },
+		  { IW_OP_READ_REQ, 0 }, { IW_OP_READ_REQ, 2 }, { IW_OP_TERMINATE, 0 }, { IW_OP_TERMINATE, 1 } };
 	uint8_t h[18], data[28] = { 0 };
 	up();
-	hp_hdr_untagged(h, IW_OP_SEND, qn[_i], 1, 0, true, 0);
+	hp_hdr_untagged(h, c[_i].op, c[_i].qn, 1, 0, true, 0);
 	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), data, sizeof(data)), 0);
 	hp_env_expect_term(&E, T(1, 2, 0x01), h, sizeof(h));
 	down();
@@ -503,10 +509,12 @@ END_TEST
  * so the failing cases below are known to fail for their own reason. */
 START_TEST(test_read_ok)
 {
+	static const int mrs[] = { HP_MR_R, HP_MR_LW_R, HP_MR_ALL };
+	int mr = mrs[_i];
 	struct hp_fpdu f;
 	up();
-	ck_assert_int_eq(hp_send_read_req(E.peer, 0x1234500u, 0x1000, 64, hp_mr_stag(&E, HP_MR_R),
-					  hp_mr_to(&E, HP_MR_R) + 8), 0);
+	ck_assert_int_eq(hp_send_read_req(E.peer, 0x1234500u, 0x1000, 64, hp_mr_stag(&E, mr), hp_mr_to(&E, mr) + 8),
+			 0);
 	ck_assert_int_eq(hp_recv_fpdu(E.peer, HP_WAIT_MS, &f), 1);
 	ck_assert(f.tagged);
 	ck_assert_uint_eq(f.opcode, IW_OP_READ_RESP);
@@ -514,7 +522,7 @@ START_TEST(test_read_ok)
 	ck_assert_uint_eq(f.to, 0x1000);
 	ck_assert_uint_eq(f.payload_len, 64);
 	ck_assert(f.last);
-	ck_assert_mem_eq(f.payload, hp_mr_ptr(&E, HP_MR_R) + 8, 64);
+	ck_assert_mem_eq(f.payload, hp_mr_ptr(&E, mr) + 8, 64);
 	/* Then a protocol error to end it the usual way. */
 	uint8_t h[18];
 	hp_hdr_untagged(h, IW_OP_SEND, 0, 7, 0, true, 0);
@@ -1089,7 +1097,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_bad_rdmap_version, 0, 3);
 	tcase_add_loop_test(tc, test_unknown_opcode, 0, 16);
 	tcase_add_loop_test(tc, test_opcode_wrong_model, 0, 5);
-	tcase_add_loop_test(tc, test_wrong_qn, 0, 4);
+	tcase_add_loop_test(tc, test_wrong_qn, 0, 8);
 	tcase_add_loop_test(tc, test_msn_out_of_range, 0, 3);
 	tcase_add_test(tc, test_msn_replayed);
 	tcase_add_loop_test(tc, test_wrong_mo, 0, 2);
@@ -1101,7 +1109,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_write_no_right, 0, 4);
 	tcase_add_test(tc, test_write_deregistered);
 	tcase_add_loop_test(tc, test_write_unknown_stag, 0, 4);
-	tcase_add_test(tc, test_read_ok);
+	tcase_add_loop_test(tc, test_read_ok, 0, 3);
 	tcase_add_loop_test(tc, test_read_no_right, 0, 3);
 	tcase_add_loop_test(tc, test_read_out_of_bounds, 0, 4);
 	tcase_add_test(tc, test_read_unknown_stag);
