@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "iwt_common.h"
+#include "rdmap/rdmap_wire.h"
 
 #define ARENA_TAG 0xA5E1u
 
@@ -401,6 +402,12 @@ void hp_env_expect_term(struct hp_env *e, struct iw_term_cause want, const uint8
 		ck_assert_mem_eq(t.ddp_hdr, bad_hdr, bad_hdr_len);
 	}
 	uint64_t t0 = hp_now_ms();
+	if (e->want_rdmap_hdr) {
+		ck_assert_msg(t.has_rdmap_hdr, "Terminate without the offending Read Request body");
+		ck_assert_uint_eq(t.rdmap_hdr_len, IW_RDMAP_READ_REQ_LEN);
+		ck_assert_mem_eq(t.rdmap_hdr, e->want_rdmap_hdr, IW_RDMAP_READ_REQ_LEN);
+		e->want_rdmap_hdr = NULL;
+	}
 	ck_assert_msg(hp_wait_closed(e->peer, HP_WAIT_MS) == 0, "our side kept the connection open");
 	uint64_t t1 = hp_now_ms();
 	/* Like a real peer, close our end once the stack closed its end. */

@@ -64,6 +64,9 @@ struct hp_env {
 		uint8_t data[HP_MR_LEN];
 	} either[HP_MAX_EITHER];
 	int n_either;
+	/* When set, the next hp_env_expect_term also wants the Terminate to
+	 * carry this RDMAP header (the 28-byte Read Request body). */
+	const uint8_t *want_rdmap_hdr;
 };
 
 /* Context (progress thread), PD, CQ, QP, arena, regions, HP_RECV_N

@@ -532,11 +532,16 @@ START_TEST(test_read_ok)
 }
 END_TEST
 
+/* The Terminate copies the DDP header and the Read Request body (RFC
+ * 5040 sec. 4.8: errors about a Read Request set R). */
 static void bad_read(uint32_t stag, uint64_t to, uint32_t size, struct iw_term_cause want)
 {
-	uint8_t h[18];
+	uint8_t h[18], body[IW_RDMAP_READ_REQ_LEN];
+	struct iw_rdmap_read_req rr = { 0x1234500u, 0x1000, size, stag, to };
 	hp_hdr_untagged(h, IW_OP_READ_REQ, 1, 1, 0, true, 0);
-	ck_assert_int_eq(hp_send_read_req(E.peer, 0x1234500u, 0x1000, size, stag, to), 0);
+	iw_rdmap_read_req_encode(&rr, body);
+	ck_assert_int_eq(hp_send_read_req(E.peer, rr.sink_stag, rr.sink_to, size, stag, to), 0);
+	E.want_rdmap_hdr = body;
 	hp_env_expect_term(&E, want, h, sizeof(h));
 }
 
@@ -1075,6 +1080,48 @@ START_TEST(test_read_response_short)
 }
 END_TEST
 
+/* The peer never reads: our 16 MiB WRITE fills the socket and stalls.
+ * Then the peer sends a bad FPDU. Our Terminate cannot get out behind the
+ * stuck FPDU; within the linger time (3 s) we give up, abort, tell the
+ * application, and complete the WRITE exactly once with an error. */
+START_TEST(test_error_while_tx_blocked)
+{
+	enum { SZ = 16 << 20 };
+	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4, .rcvbuf = 4096 };
+	uint8_t *mem = malloc(SZ), h[18];
+	struct iw_mr *mr;
+	ck_assert_ptr_nonnull(mem);
+	memset(mem, 0x5D, SZ);
+	hp_env_init(&E);
+	hp_env_peer_initiates(&E, &m, NULL);
+	ck_assert_int_eq(iw_reg_mr(E.pd, mem, SZ, 0, &mr), 0);
+	good_send("go"); /* opens our lock-step transmit gate */
+	struct iw_sge sge = { (uint64_t)(uintptr_t)mem, SZ, iw_mr_stag(mr) };
+	struct iw_send_wr wr = { .wr_id = 77, .sg_list = &sge, .num_sge = 1, .opcode = IW_WR_RDMA_WRITE,
+				 .remote_addr = 0x10000, .rkey = 0x4200 }, *bad = NULL;
+	ck_assert_int_eq(iw_post_send(E.qp, &wr, &bad), 0);
+	hp_env_track(&E, 77, false);
+	usleep(200000);
+	hp_hdr_untagged(h, IW_OP_SEND, 0, 9, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), "x", 1), 0);
+	uint64_t t0 = hp_now_ms();
+	struct iw_cm_event *ev = hp_env_event(&E, IW_CM_EVENT_DISCONNECTED, 6000);
+	iw_cm_ack_event(ev);
+	ck_assert_uint_lt(hp_now_ms() - t0, 5000);
+	struct iw_term_cause want = T(1, 2, 0x03);
+	ck_assert_msg(iw_term_cause_eq(iw_qp_error(E.qp), want), "QP cause %s", hp_cause(iw_qp_error(E.qp), 0));
+	ck_assert_int_eq(iw_qp_state(E.qp), IW_QPS_ERROR);
+	hp_env_drain(&E, &want);
+	ck_assert_int_ne(E.status[E.n_wr - 1], IW_WC_SUCCESS);
+	hp_env_check_guards(&E);
+	/* The peer's side: the connection was aborted or closed. */
+	ck_assert_int_eq(hp_wait_closed(E.peer, 3000), 0);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	free(mem);
+	down();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *suite(void)
@@ -1132,6 +1179,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_read_with_ird_zero);
 	tcase_add_test(tc, test_our_read_with_ord_zero);
 	tcase_add_test(tc, test_read_response_short);
+	tcase_add_test(tc, test_error_while_tx_blocked);
 	suite_add_tcase(s, tc);
 	return s;
 }
