@@ -1122,6 +1122,27 @@ START_TEST(test_error_while_tx_blocked)
 }
 END_TEST
 
+/* The peer initiates and then never sends an FPDU: as responder we may
+ * not send first (RFC 5044 sec. 7.1), so our SEND waits. The application
+ * disconnects: the SEND is flushed exactly once, the connection closes,
+ * nothing hangs. */
+START_TEST(test_silent_initiator_disconnect)
+{
+	up();
+	hp_env_post_send(&E, 1, 16, false);
+	ck_assert(hp_quiet(E.peer, 300));
+	ck_assert_int_eq(iw_cm_disconnect(E.id), 0);
+	ck_assert_int_eq(hp_wait_closed(E.peer, HP_WAIT_MS), 0);
+	shutdown(E.peer->fd, SHUT_WR);
+	iw_cm_ack_event(hp_env_event(&E, IW_CM_EVENT_DISCONNECTED, HP_WAIT_MS));
+	ck_assert_int_ne(iw_qp_state(E.qp), IW_QPS_RTS);
+	hp_env_drain(&E, NULL);
+	ck_assert_int_eq(E.status[E.n_wr - 1], IW_WC_WR_FLUSH_ERR);
+	hp_env_check_guards(&E);
+	down();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *suite(void)
@@ -1180,6 +1201,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_our_read_with_ord_zero);
 	tcase_add_test(tc, test_read_response_short);
 	tcase_add_test(tc, test_error_while_tx_blocked);
+	tcase_add_test(tc, test_silent_initiator_disconnect);
 	suite_add_tcase(s, tc);
 	return s;
 }
