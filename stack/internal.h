@@ -81,6 +81,11 @@ struct iw_context {
 	 * everything they read before returning. Allocated with the first
 	 * transport. */
 	uint8_t *tcp_rx_stage;
+	/* Completions queued outside iw_progress (a post sent and completed
+	 * inline) must not leave a caller asleep in iw_progress or epoll. */
+	uint64_t cq_pushes;  /* completions queued into any CQ, ever */
+	unsigned n_blocked;  /* threads inside epoll_wait with the lock dropped */
+	bool no_wait_once;   /* the next progress call returns without waiting */
 };
 
 uint64_t iw_now_ms(void);
@@ -93,6 +98,9 @@ void iw_ctx_timer_arm(struct iw_context *ctx, struct iw_timer *t, uint64_t delay
 void iw_ctx_timer_cancel(struct iw_context *ctx, struct iw_timer *t);
 /* Make the next iw_progress() run soon (e.g. a QP has work to kick). */
 void iw_ctx_wake(struct iw_context *ctx);
+/* Completions were queued outside iw_progress: a thread blocked in it is
+ * woken, else the next call does not wait. */
+void iw_ctx_completed_outside(struct iw_context *ctx);
 
 /* Limits (verbs.h documents the defaults). */
 #define IW_MAX_QP_DEFAULT 4096

@@ -862,8 +862,11 @@ static void kick_now(struct iw_qp *qp)
 	struct iw_transport *t = qp->transport;
 
 	if (t && t->ops->kick_from_post && !qp->shut && !qp->closing && qp->state == IW_QPS_RTS && !(qp->work & ~IW_QPW_KICK)) {
+		uint64_t pushes = qp->ctx->cq_pushes;
 		qp->work &= ~IW_QPW_KICK;
 		t->ops->kick(t);
+		if (qp->ctx->cq_pushes != pushes)
+			iw_ctx_completed_outside(qp->ctx);
 		return;
 	}
 	iw_qp_defer(qp, IW_QPW_KICK);
