@@ -268,6 +268,16 @@ struct iw_qp {
 	struct iw_rdmap_conn conn;
 	struct iw_rdmap_sq_entry *sq;
 	struct iw_sq_meta *sq_meta; /* indexed like the engine's SQ */
+	/* Local invalidates wait here in SQ order: each runs once as many
+	 * engine WRs have completed as had been posted before it. */
+	struct iw_local_inv {
+		uint64_t wr_id;
+		uint32_t stag;
+		uint32_t after; /* sq_posted when it was posted */
+		bool signaled;
+	} *linv;
+	uint32_t linv_head, linv_count;
+	uint32_t sq_completed; /* engine WRs completed or flushed (free-running) */
 	struct iovec *sq_sgl_pool;  /* the engine's SQ SGEs: max_send_wr * max_send_sge */
 	struct iw_mr **sq_mr_pool;  /* sq_meta[i].mr: max_send_wr * max_send_sge */
 	uint8_t (*tx_markers)[IW_MPA_MARKER_LEN]; /* marker scratch, with markers only */
