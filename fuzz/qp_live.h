@@ -28,7 +28,7 @@
 #define QPL_MODE_FEED 0x08
 #define QPL_HDR_LEN 3
 
-#define QPL_ARENA_BASE 0x600000000000ull
+#define QPL_ARENA_BASE 0x3f0000000000ull /* clear of ASan's allocator (0x6000...) */
 #define QPL_ARENA_SIZE 0xA000u
 
 enum qpl_region {
