@@ -483,6 +483,9 @@ static void seeds_qp_live(void)
 	qpl_seed("init_disconnect", QPL_MODE_INITIATOR | 0x10, C, 2, disc, sizeof(disc), QV_PLAIN);
 	qpl_seed("init_peer_fin", QPL_MODE_INITIATOR, C, 2, fin, sizeof(fin), QV_PLAIN);
 	qpl_seed("resp_peer_rst", 0x80, C, 2, rst, sizeof(rst), QV_PLAIN);
+	qpl_seed("resp_srq", QPL_MODE_SRQ, C, 2, api_mix, sizeof(api_mix), QV_PLAIN);
+	qpl_seed("init_srq_feed", QPL_MODE_SRQ | QPL_MODE_INITIATOR | QPL_MODE_FEED, 0, 2, chunks,
+		 sizeof(chunks), QV_BAD_WRITE);
 }
 
 int main(int argc, char **argv)

@@ -6,7 +6,9 @@
  *           Request; 1: initiator, it is a Reply to our Request); bit 1
  *           our CRC policy OFF (else ON); bit 2 we ask for markers; bit 3
  *           receive by copy (feed) instead of prepare/commit; bits 4-5
- *           MULPDU of what we send; bits 6-7 seed the default chunking
+ *           MULPDU of what we send; bits 6-7 seed the default chunking,
+ *           both set: receives come from an SRQ; bit 7: the stream ends
+ *           with a reset (else a FIN)
  *   byte 1  our IRD (low nibble) and ORD (high nibble)
  *   byte 2  CTL_LEN, the number of control bytes
  *   then    the peer's MPA frame (20 bytes + PD_Length, decoded for real)
@@ -26,6 +28,7 @@
 #define QPL_MODE_CRC_OFF 0x02
 #define QPL_MODE_MARKERS 0x04
 #define QPL_MODE_FEED 0x08
+#define QPL_MODE_SRQ 0xC0 /* both bits: receives through a shared receive queue */
 #define QPL_HDR_LEN 3
 
 #define QPL_ARENA_BASE 0x3f0000000000ull /* clear of ASan's allocator (0x6000...) */
