@@ -8,8 +8,7 @@
  *
  * Bytes enter through a test transport defined here (deterministic, no
  * sockets): it feeds the QP's engine exactly as the TCP and pipe
- * transports do, and pulls everything the QP sends, checking that it is
- * well-formed MPA (framing, CRC, markers, MULPDU).
+ * transports do, and pulls everything the QP sends.
  *
  * Invariants, checked on every input:
  *  - memory: bytes of the arena change only where the peer may write
@@ -21,6 +20,8 @@
  *    stream ends; completions carry plausible lengths and opcodes;
  *  - teardown converges (bounded progress rounds) and every object can
  *    be destroyed (no reference left behind), the context too;
+ *  - what the QP sends is well-formed MPA for the negotiated CRC and
+ *    markers, FPDUs no larger than MULPDU, nothing after a Terminate;
  *  - no crash, UB or leak (sanitizers, libFuzzer's leak check).
  * STag keys are random in the library; the harness overwrites them with
  * fixed keys (QPL_KEY) so inputs can name valid STags. */
@@ -72,6 +73,7 @@ struct fz {
 	bool peer_closed;
 	uint32_t mulpdu;
 	struct iw_mpa_rx out_rx; /* checks what the QP sends */
+	bool term_out;           /* it sent a Terminate: nothing may follow */
 	struct wr_rec wr[MAX_WR];
 	uint32_t n_wr;
 	uint32_t recv_next, read_next;
@@ -155,6 +157,10 @@ static void out_check(struct fz *f, const uint8_t *p, size_t len)
 		FUZZ_CHECK(ev.type != IW_MPA_RX_ERROR);
 		if (ev.type == IW_MPA_RX_HEADER) {
 			FUZZ_CHECK(ev.ulpdu_len <= f->mulpdu);
+			FUZZ_CHECK(!f->term_out);
+			FUZZ_CHECK(ev.hdr_len >= 2);
+			if (iw_rdmap_opcode_of(ev.hdr[1]) == IW_OP_TERMINATE)
+				f->term_out = true;
 			iw_mpa_rx_set_sink(&f->out_rx, NULL, 0);
 		}
 		FUZZ_CHECK(k <= len);
