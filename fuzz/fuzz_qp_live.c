@@ -14,8 +14,9 @@
  *  - memory: bytes of the arena change only where the peer may write
  *    (regions with remote write, while registered and valid), in posted
  *    receive buffers and in READ sinks; everything else (guard gaps, other
- *    PD, read-only and no-rights regions, deregistered / re-registered /
- *    invalidated memory from that moment on) stays as it was;
+ *    PD, read-only and no-rights regions, deregistered / re-registered
+ *    memory from that call on, memory invalidated by the peer from the end
+ *    of the chunk that carried the invalidation on) stays as it was;
  *  - every posted WR completes at most once, and exactly once after the
  *    stream ends; completions carry plausible lengths and opcodes;
  *  - teardown converges (bounded progress rounds) and every object can
