@@ -450,6 +450,48 @@ static void qpl_seed(const char *name, uint8_t mode, uint8_t peer_flags, uint8_t
 	put("fuzz_qp_live", name, b.b, b.n);
 }
 
+/* The peer rejects one of our messages with a Terminate that copies its
+ * header (op: which), after one SEND of its own: the QP must pin the
+ * error on the right WR. */
+static void qpl_term_seed(const char *name, uint8_t mode, const uint8_t *ctl, uint8_t ctl_len, uint8_t op)
+{
+	static struct buf b;
+	struct iw_mpa_tx tx;
+	uint8_t hdr[64], bad[64];
+	size_t n, bn;
+	struct iw_term_cause cause;
+
+	b.n = 0;
+	add8(&b, mode);
+	add8(&b, 0x44);
+	add8(&b, ctl_len);
+	qpl_frame(&b, mode & QPL_MODE_INITIATOR, IW_MPA_FLAG_CRC, 2);
+	add(&b, ctl, ctl_len);
+	iw_mpa_tx_init(&tx, true, false);
+	n = untagged_hdr(hdr, IW_OP_SEND, true, IW_DDP_QN_SEND, 1, 0);
+	fpdu(&tx, &b, hdr, n, (const uint8_t *)"hello", 5);
+	if (op == IW_OP_WRITE) {
+		bn = tagged_hdr(bad, IW_OP_WRITE, true, QPL_PEER_STAG, 0x1000);
+		cause = IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_TAGGED, IW_ECODE_DDP_T_INV_STAG);
+	} else if (op == IW_OP_READ_REQ) {
+		bn = untagged_hdr(bad, IW_OP_READ_REQ, true, IW_DDP_QN_READ_REQ, 1, 0);
+		struct iw_rdmap_read_req rr = {QPL_STAG(QPL_MR_LW), QPL_VA(QPL_OFF_LW + QPL_READ_SINK),
+					       QPL_READ_LEN, QPL_PEER_STAG, 0x1000};
+		iw_rdmap_read_req_encode(&rr, bad + bn);
+		bn += IW_RDMAP_READ_REQ_LEN;
+		cause = IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, 0x00);
+	} else {
+		bn = untagged_hdr(bad, op, true, IW_DDP_QN_SEND, 1, 0);
+		cause = IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_UNTAGGED, IW_ECODE_DDP_U_NO_BUFFER);
+	}
+	struct iw_rdmap_term t;
+	iw_rdmap_term_prepare(&t, cause, bad, bn, (uint16_t)(bn + 16));
+	n = untagged_hdr(hdr, IW_OP_TERMINATE, true, IW_DDP_QN_TERMINATE, 1, 0);
+	n += iw_rdmap_term_encode(&t, hdr + n);
+	fpdu(&tx, &b, hdr, n, NULL, 0);
+	put("fuzz_qp_live", name, b.b, b.n);
+}
+
 static void seeds_qp_live(void)
 {
 	const uint8_t C = IW_MPA_FLAG_CRC, M = IW_MPA_FLAG_MARKERS;
@@ -483,6 +525,11 @@ static void seeds_qp_live(void)
 	qpl_seed("init_disconnect", QPL_MODE_INITIATOR | 0x10, C, 2, disc, sizeof(disc), QV_PLAIN);
 	qpl_seed("init_peer_fin", QPL_MODE_INITIATOR, C, 2, fin, sizeof(fin), QV_PLAIN);
 	qpl_seed("resp_peer_rst", 0x80, C, 2, rst, sizeof(rst), QV_PLAIN);
+	static const uint8_t pre_write[] = {QPL_API(QPL_API_WRITE), QPL_API(QPL_API_SEND), 27, 27};
+	static const uint8_t pre_send[] = {QPL_API(QPL_API_SEND_INV), QPL_API(QPL_API_WRITE), 27, 27};
+	qpl_term_seed("term_copy_write", 0x00, pre_write, sizeof(pre_write), IW_OP_WRITE);
+	qpl_term_seed("term_copy_read", QPL_MODE_INITIATOR, NULL, 0, IW_OP_READ_REQ);
+	qpl_term_seed("term_copy_send_inv", QPL_MODE_FEED, pre_send, sizeof(pre_send), IW_OP_SEND_INV);
 	qpl_seed("resp_srq", QPL_MODE_SRQ, C, 2, api_mix, sizeof(api_mix), QV_PLAIN);
 	qpl_seed("init_srq_feed", QPL_MODE_SRQ | QPL_MODE_INITIATOR | QPL_MODE_FEED, 0, 2, chunks,
 		 sizeof(chunks), QV_BAD_WRITE);
