@@ -144,7 +144,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.mulpdu = 1442, .ird = 4, .ord = 4,
 	};
 	struct iw_rdmap_conn_ops ops = { f_stag, f_recv_buf, f_invalidate, f_event };
-	struct iw_rdmap_conn_mem mem = { sq, 8, ird, 4, tx, 8 };
+	static struct iovec sq_sgl[8 * IW_RDMAP_MAX_SGE];
+	static uint8_t tx_markers[8 * IW_MPA_TX_MAX_MARKERS][IW_MPA_MARKER_LEN];
+	struct iw_rdmap_conn_mem mem = { sq, 8, ird, 4, tx, 8, sq_sgl, IW_RDMAP_MAX_SGE, tx_markers };
 	FUZZ_CHECK(iw_rdmap_conn_init(&c, &cfg, &ops, &f, &mem) == 0);
 
 	/* Two READs outstanding so Read Responses have something to match. */

@@ -78,7 +78,7 @@ size_t iw_mpa_tx_wire_len(const struct iw_mpa_tx *tx, size_t ulpdu_len)
  * markers and the running CRC. Adjacent pieces that are contiguous in
  * memory share one iovec. */
 struct tx_walk {
-	struct iw_mpa_tx_fpdu *f;
+	struct iw_mpa_tx_frame *f;
 	struct iovec *iov;
 	int n;
 	const uint8_t *end; /* end of the last iovec, for merging */
@@ -118,7 +118,7 @@ static int walk_seg(struct tx_walk *w, const uint8_t *p, size_t len, bool crc_fi
 			if (in == 0) {
 				uint8_t *mk;
 
-				if (w->n_markers == IW_MPA_TX_MAX_MARKERS)
+				if (w->n_markers >= w->f->markers_cap || !w->f->markers)
 					return -EINVAL;
 				mk = w->f->markers[w->n_markers++];
 				if (w->iov) {
@@ -169,6 +169,24 @@ static int walk(struct tx_walk *w, const void *hdr, size_t hdr_len, const struct
 int iw_mpa_tx_build(struct iw_mpa_tx *tx, struct iw_mpa_tx_fpdu *fpdu, const void *hdr,
                     size_t hdr_len, const struct iovec *payload, int npayload, struct iovec *iov,
                     int iov_cap)
+{
+	if (!fpdu)
+		return -EINVAL;
+	/* On failure the fpdu is left as it was, marker room fields too. */
+	struct iw_mpa_tx_frame old = fpdu->f;
+	fpdu->f.markers = fpdu->markers;
+	fpdu->f.markers_cap = IW_MPA_TX_MAX_MARKERS;
+	int rc = iw_mpa_tx_build_frame(tx, &fpdu->f, hdr, hdr_len, payload, npayload, iov, iov_cap);
+	if (rc < 0) {
+		fpdu->f.markers = old.markers;
+		fpdu->f.markers_cap = old.markers_cap;
+	}
+	return rc;
+}
+
+int iw_mpa_tx_build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, const void *hdr,
+			  size_t hdr_len, const struct iovec *payload, int npayload, struct iovec *iov,
+			  int iov_cap)
 {
 	struct tx_walk w;
 	size_t ulpdu_len = hdr_len;

@@ -35,13 +35,23 @@ struct iw_mpa_tx {
 };
 
 /* Per-FPDU scratch referenced by the gather list: keep it alive (and
- * unmodified) until the FPDU's bytes have been handed to the transport. */
-struct iw_mpa_tx_fpdu {
+ * unmodified) until the FPDU's bytes have been handed to the transport.
+ * Marker bytes go to caller-provided room (markers_cap entries; none is
+ * needed without markers), so a connection without markers does not carry
+ * half a KiB of marker scratch per FPDU in flight. */
+struct iw_mpa_tx_frame {
 	uint8_t len_be[IW_MPA_LEN_FIELD];
 	uint8_t trailer[IW_MPA_PAD_MAX + IW_MPA_CRC_LEN]; /* pad, then CRC */
-	uint8_t markers[IW_MPA_TX_MAX_MARKERS][IW_MPA_MARKER_LEN];
 	uint16_t n_markers;
+	uint16_t markers_cap;
+	uint8_t (*markers)[IW_MPA_MARKER_LEN];
 	uint32_t wire_len; /* total bytes of this FPDU including markers */
+};
+
+/* A frame with room for the most markers any FPDU can have. */
+struct iw_mpa_tx_fpdu {
+	struct iw_mpa_tx_frame f;
+	uint8_t markers[IW_MPA_TX_MAX_MARKERS][IW_MPA_MARKER_LEN];
 };
 
 void iw_mpa_tx_init(struct iw_mpa_tx *tx, bool crc, bool markers);
@@ -65,5 +75,10 @@ size_t iw_mpa_tx_wire_len(const struct iw_mpa_tx *tx, size_t ulpdu_len);
 int iw_mpa_tx_build(struct iw_mpa_tx *tx, struct iw_mpa_tx_fpdu *fpdu, const void *hdr,
 		    size_t hdr_len, const struct iovec *payload, int npayload, struct iovec *iov,
 		    int iov_cap);
+/* The same into a frame with its own marker room (fr->markers,
+ * fr->markers_cap): -EINVAL when the FPDU needs more markers than that. */
+int iw_mpa_tx_build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fr, const void *hdr,
+			  size_t hdr_len, const struct iovec *payload, int npayload, struct iovec *iov,
+			  int iov_cap);
 
 #endif

@@ -234,6 +234,11 @@ static void on_read_request(struct iw_rdmap_check *c, int dir, const struct iw_d
 	ev->has_msg = true;
 	ev->msg.rr = rr;
 	ev->msg.rr_known = true;
+	/* The responder's direction lost bytes: the Read Responses that
+	 * retire requests may be among them, so the IRD cannot be judged and
+	 * this request's response will never be seen. */
+	if (c->d[!dir].lost)
+		return;
 	if ((c->cfg.reads_known[dir] && d->rd_count >= c->cfg.max_reads[dir]) ||
 	    d->rd_count >= IW_RDMAP_CHECK_MAX_READS) {
 		uint64_t lim = c->cfg.reads_known[dir] ? c->cfg.max_reads[dir] : IW_RDMAP_CHECK_MAX_READS;

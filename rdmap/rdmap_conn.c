@@ -394,6 +394,21 @@ void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, const void *addr, size_t l
 	}
 }
 
+bool iw_rdmap_tx_reads_from(const struct iw_rdmap_conn *c, const void *addr, size_t len)
+{
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+
+	for (uint32_t i = c->ird_head; i != c->ird_tail; i++) {
+		const struct iw_rdmap_ird_entry *e = &c->mem.ird[i % c->mem.n_ird];
+		if (e->state == IRD_FREE || e->state == IRD_RECEIVING || !e->src || !e->req.size)
+			continue;
+		uintptr_t s = (uintptr_t)e->src;
+		if (s < hi && s + e->req.size > lo)
+			return true;
+	}
+	return false;
+}
+
 size_t iw_rdmap_rx_feed(struct iw_rdmap_conn *c, const void *data, size_t len)
 {
 	const uint8_t *p = data;
@@ -449,7 +464,7 @@ static bool sq_ready(struct iw_rdmap_conn *c)
 static void start_sq(struct iw_rdmap_conn *c)
 {
 	struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_next);
-	struct iw_rdmap_wr *wr = &e->wr;
+	struct iw_rdmap_sq_wr *wr = &e->wr;
 	struct iw_rdmap_tx_cur *cur = &c->cur;
 
 	cur->kind = TX_SQ;
@@ -608,8 +623,8 @@ int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, si
 			fail_with(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_LOCAL_CATA, 0), NULL, 0, 0);
 			break;
 		}
-		int ni = iw_mpa_tx_build(&c->mpa_tx, &slot->fpdu, slot->hdr, hdr_len, payload, np,
-					 iov + n_iov, iov_cap - n_iov);
+		int ni = iw_mpa_tx_build_frame(&c->mpa_tx, &slot->fpdu, slot->hdr, hdr_len, payload, np,
+					       iov + n_iov, iov_cap - n_iov);
 		if (ni < 0) {
 			c->cur.ddp = saved;
 			if (n_iov == 0)
@@ -673,10 +688,11 @@ void iw_rdmap_tx_ack(struct iw_rdmap_conn *c, size_t n)
 /* ------------------------------------------------------------------ */
 /* Setup, posting, flush                                               */
 
-size_t iw_rdmap_conn_mem_size(uint32_t sq_depth, uint32_t n_ird, uint32_t n_tx)
+size_t iw_rdmap_conn_mem_size(uint32_t sq_depth, uint32_t max_sge, uint32_t n_ird, uint32_t n_tx, bool markers_tx)
 {
-	return sq_depth * sizeof(struct iw_rdmap_sq_entry) + n_ird * sizeof(struct iw_rdmap_ird_entry) +
-	       n_tx * sizeof(struct iw_rdmap_tx_slot);
+	return sq_depth * (sizeof(struct iw_rdmap_sq_entry) + max_sge * sizeof(struct iovec)) +
+	       n_ird * sizeof(struct iw_rdmap_ird_entry) + n_tx * sizeof(struct iw_rdmap_tx_slot) +
+	       (markers_tx ? n_tx * IW_MPA_TX_MAX_MARKERS * IW_MPA_MARKER_LEN : 0);
 }
 
 int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *cfg,
@@ -686,6 +702,9 @@ int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *
 	if (!c || !cfg || !ops || !mem || !ops->stag || !ops->recv_buf || !ops->invalidate)
 		return -EINVAL;
 	if (!mem->sq || !mem->sq_depth || !mem->tx || !mem->n_tx || (cfg->ird && (!mem->ird || !mem->n_ird)))
+		return -EINVAL;
+	if (!mem->sgl_pool || !mem->max_sge || mem->max_sge > IW_RDMAP_MAX_SGE ||
+	    (cfg->markers_tx && !mem->tx_markers))
 		return -EINVAL;
 	if (cfg->ird > mem->n_ird || cfg->ird > IW_RDMAP_MAX_IRD_ORD || cfg->ord > IW_RDMAP_MAX_IRD_ORD)
 		return -EINVAL;
@@ -701,6 +720,14 @@ int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *
 	if (mem->ird)
 		memset(mem->ird, 0, mem->n_ird * sizeof(*mem->ird));
 	memset(mem->tx, 0, mem->n_tx * sizeof(*mem->tx));
+	for (uint32_t i = 0; i < mem->sq_depth; i++)
+		mem->sq[i].wr.sgl = mem->sgl_pool + (size_t)i * mem->max_sge;
+	if (cfg->markers_tx) {
+		for (uint32_t i = 0; i < mem->n_tx; i++) {
+			mem->tx[i].fpdu.markers = mem->tx_markers + (size_t)i * IW_MPA_TX_MAX_MARKERS;
+			mem->tx[i].fpdu.markers_cap = IW_MPA_TX_MAX_MARKERS;
+		}
+	}
 	c->state = IW_RDMAP_ST_RTS;
 	c->send_msn = 1;
 	c->readreq_msn = 1;
@@ -721,7 +748,7 @@ int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr)
 {
 	if (c->state != IW_RDMAP_ST_RTS)
 		return -EPIPE;
-	if (wr->nsge < 0 || wr->nsge > IW_RDMAP_MAX_SGE || (unsigned)wr->opcode > IW_RDMAP_WR_READ)
+	if (wr->nsge < 0 || (uint32_t)wr->nsge > c->mem.max_sge || (unsigned)wr->opcode > IW_RDMAP_WR_READ)
 		return -EINVAL;
 	if (wr->opcode == IW_RDMAP_WR_READ && wr->nsge > 1)
 		return -EINVAL; /* an iWARP READ sink is one STag: one contiguous buffer */
@@ -731,7 +758,20 @@ int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr)
 	if (len > UINT32_MAX)
 		return -EINVAL;
 	struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_tail);
-	e->wr = *wr;
+	struct iovec *sgl = e->wr.sgl;
+	memcpy(sgl, wr->sgl, (size_t)wr->nsge * sizeof(*sgl));
+	e->wr = (struct iw_rdmap_sq_wr){
+		.cookie = wr->cookie,
+		.opcode = wr->opcode,
+		.fence = wr->fence,
+		.sgl = sgl,
+		.nsge = wr->nsge,
+		.remote_stag = wr->remote_stag,
+		.remote_to = wr->remote_to,
+		.local_stag = wr->local_stag,
+		.local_to = wr->local_to,
+		.inv_stag = wr->inv_stag,
+	};
 	e->state = SQ_QUEUED;
 	e->placed = 0;
 	c->sq_tail++;

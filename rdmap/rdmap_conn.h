@@ -125,9 +125,24 @@ struct iw_rdmap_conn_cfg {
 	uint16_t ord;           /* reads we issue at once (<= 128) */
 };
 
+/* A posted WR as the send queue keeps it: its SGEs live in
+ * mem.sgl_pool (mem.max_sge per slot), not in a maximum-sized array. */
+struct iw_rdmap_sq_wr {
+	uint64_t cookie;
+	enum iw_rdmap_wr_opcode opcode;
+	bool fence;
+	struct iovec *sgl;
+	int nsge;
+	uint32_t remote_stag;
+	uint64_t remote_to;
+	uint32_t local_stag;
+	uint64_t local_to;
+	uint32_t inv_stag;
+};
+
 /* Send queue slot. */
 struct iw_rdmap_sq_entry {
-	struct iw_rdmap_wr wr;
+	struct iw_rdmap_sq_wr wr;
 	uint8_t state;
 	uint32_t placed; /* READ: response bytes placed */
 };
@@ -143,7 +158,7 @@ struct iw_rdmap_ird_entry {
 /* One FPDU handed to the transport and not yet acknowledged. */
 struct iw_rdmap_tx_slot {
 	uint8_t hdr[IW_DDP_TX_MAX_HDR];
-	struct iw_mpa_tx_fpdu fpdu;
+	struct iw_mpa_tx_frame fpdu; /* marker room from mem.tx_markers */
 	uint32_t wire_len;
 	uint8_t done_kind; /* what finishing this FPDU completes */
 	uint16_t done_idx;
@@ -156,6 +171,11 @@ struct iw_rdmap_conn_mem {
 	uint32_t n_ird;
 	struct iw_rdmap_tx_slot *tx;
 	uint32_t n_tx; /* FPDUs in flight at most (>= 1) */
+	struct iovec *sgl_pool; /* sq_depth * max_sge */
+	uint32_t max_sge;       /* 1..IW_RDMAP_MAX_SGE; posts with more SGEs fail */
+	/* With cfg.markers_tx: n_tx * IW_MPA_TX_MAX_MARKERS entries (marker
+	 * scratch of the FPDUs in flight); unused (may be NULL) without. */
+	uint8_t (*tx_markers)[IW_MPA_MARKER_LEN];
 };
 
 /* The message being cut into FPDUs. */
@@ -232,7 +252,7 @@ struct iw_rdmap_conn {
 };
 
 /* Bytes of caller memory init needs for these sizes (for the owner's allocation). */
-size_t iw_rdmap_conn_mem_size(uint32_t sq_depth, uint32_t n_ird, uint32_t n_tx);
+size_t iw_rdmap_conn_mem_size(uint32_t sq_depth, uint32_t max_sge, uint32_t n_ird, uint32_t n_tx, bool markers_tx);
 
 /* Initialise with caller storage (zeroed by init). Returns 0 or -EINVAL. */
 int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *cfg,
@@ -272,6 +292,13 @@ void iw_rdmap_rx_commit(struct iw_rdmap_conn *c, size_t n);
  * ends, the stream fails with (1,1,0x00) invalid STag: the STag stopped
  * existing under the peer's WRITE. Nothing is ever written there again. */
 void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, const void *addr, size_t len);
+
+/* Whether an inbound RDMA READ held by the engine (waiting to be answered,
+ * or with Read Response bytes not yet all acknowledged by the transport)
+ * reads from memory overlapping [addr, addr + len). While it does, that
+ * memory must stay valid: the engine reads it when it builds and the
+ * transport when it writes the response FPDUs. */
+bool iw_rdmap_tx_reads_from(const struct iw_rdmap_conn *c, const void *addr, size_t len);
 
 /* Report a violation detected outside the engine (e.g. the transport lost
  * the stream): queue the Terminate and stop. */

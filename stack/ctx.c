@@ -294,6 +294,7 @@ static void ctx_free(struct iw_context *ctx)
 	free(ctx->mr_next_free);
 	free(ctx->mr_key);
 	free(ctx->dead);
+	free(ctx->tcp_rx_stage);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 }

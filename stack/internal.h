@@ -76,6 +76,11 @@ struct iw_context {
 	unsigned n_waiters;
 	struct iw_watch **dead;
 	uint32_t n_dead, cap_dead;
+	/* Kernel TCP transports read small FPDUs through this buffer. One per
+	 * context, not per connection: reads run under the lock and feed
+	 * everything they read before returning. Allocated with the first
+	 * transport. */
+	uint8_t *tcp_rx_stage;
 };
 
 uint64_t iw_now_ms(void);
@@ -172,15 +177,19 @@ int iw_cq_push(struct iw_cq *cq, const struct iw_wc *wc);
 /* ------------------------------------------------------------------ */
 /* Receive queues (the QP's own, or an SRQ)                            */
 
+/* An entry's SGEs live in pools of its queue, max_sge per entry: sized by
+ * the queue's own limit, not the library's, since idle QPs are many. */
 struct iw_rq_entry {
 	uint64_t wr_id;
 	int nsge;
-	struct iovec sgl[IW_DDP_MAX_SGE];
-	struct iw_mr *mr[IW_DDP_MAX_SGE]; /* referenced regions (in_use held) */
+	struct iovec *sgl;
+	struct iw_mr **mr; /* referenced regions (in_use held) */
 };
 
 struct iw_rq {
 	struct iw_rq_entry *ring;
+	struct iovec *sgl_pool;
+	struct iw_mr **mr_pool;
 	uint32_t cap, head, count, max_sge;
 };
 
@@ -195,6 +204,13 @@ struct iw_srq {
 int iw_rq_init(struct iw_rq *rq, uint32_t cap, uint32_t max_sge);
 /* Drop every entry (releasing its regions) and free the ring. */
 void iw_rq_fini(struct iw_rq *rq);
+/* A stand-alone entry with room for max_sge SGEs (a QP's slot for the
+ * SRQ entry its message in progress took). */
+int iw_rq_slot_init(struct iw_rq_entry *e, uint32_t max_sge);
+void iw_rq_slot_fini(struct iw_rq_entry *e);
+/* Move src's contents (and its region references) into dst, which has
+ * room for src->nsge SGEs; src is left empty. */
+void iw_rq_entry_move(struct iw_rq_entry *dst, struct iw_rq_entry *src);
 /* Validate and append a chain of receive WRs against pd (all-or-prefix:
  * stops at the first bad WR, *bad_wr points at it). */
 int iw_rq_post(struct iw_context *ctx, struct iw_pd *pd, struct iw_rq *rq, struct iw_recv_wr *wr,
@@ -215,8 +231,8 @@ struct iw_sq_meta {
 	enum iw_wc_opcode opcode;
 	bool signaled;
 	int nmr;
-	struct iw_mr *mr[IW_RDMAP_MAX_SGE]; /* referenced regions (in_use held) */
-	uint8_t *inline_buf;                /* max_inline_data bytes, or NULL */
+	struct iw_mr **mr;   /* max_send_sge referenced regions (in_use held), in qp->sq_mr_pool */
+	uint8_t *inline_buf; /* max_inline_data bytes, or NULL */
 };
 
 /* What the connection manager negotiated, handed to the QP at connect. */
@@ -244,6 +260,9 @@ struct iw_qp {
 	struct iw_rdmap_conn conn;
 	struct iw_rdmap_sq_entry *sq;
 	struct iw_sq_meta *sq_meta; /* indexed like the engine's SQ */
+	struct iovec *sq_sgl_pool;  /* the engine's SQ SGEs: max_send_wr * max_send_sge */
+	struct iw_mr **sq_mr_pool;  /* sq_meta[i].mr: max_send_wr * max_send_sge */
+	uint8_t (*tx_markers)[IW_MPA_MARKER_LEN]; /* marker scratch, with markers only */
 	uint32_t sq_posted;         /* free-running: meta index = sq_posted % max_send_wr */
 	struct iw_rdmap_ird_entry *ird;
 	struct iw_rdmap_tx_slot *tx;
@@ -310,6 +329,10 @@ struct iw_transport_ops {
 	/* Close: graceful (FIN after queued bytes) or abortive (RST). */
 	void (*shutdown)(struct iw_transport *t, bool abortive);
 	void (*destroy)(struct iw_transport *t);
+	/* kick may run in the poster's thread from iw_post_send. False for
+	 * the pipe transport: it pumps both ends in one call, so an inline
+	 * kick would run the peer's receive path inside the post. */
+	bool kick_from_post;
 };
 
 struct iw_transport {

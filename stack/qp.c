@@ -382,7 +382,7 @@ static int op_recv_buf(void *ctx, const struct iovec **sgl, int *nsge)
 			struct iw_rq_entry *e = iw_rq_head(&qp->srq->rq);
 			if (!e)
 				return -1;
-			qp->rx_slot = *e;
+			iw_rq_entry_move(&qp->rx_slot, e);
 			iw_rq_pop(&qp->srq->rq);
 			qp->rx_cur = &qp->rx_slot;
 		} else {
@@ -493,9 +493,13 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 	uint32_t n_ird = p->ird ? p->ird : 1;
 	struct iw_rdmap_ird_entry *ird = calloc(n_ird, sizeof(*ird));
 	struct iw_rdmap_tx_slot *tx = calloc(IW_QP_TX_SLOTS, sizeof(*tx));
-	if (!ird || !tx) {
+	uint8_t(*markers)[IW_MPA_MARKER_LEN] = NULL;
+	if (p->markers_tx)
+		markers = calloc((size_t)IW_QP_TX_SLOTS * IW_MPA_TX_MAX_MARKERS, sizeof(*markers));
+	if (!ird || !tx || (p->markers_tx && !markers)) {
 		free(ird);
 		free(tx);
+		free(markers);
 		return -ENOMEM;
 	}
 	struct iw_rdmap_conn_cfg cfg = {
@@ -514,15 +518,20 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 		.n_ird = n_ird,
 		.tx = tx,
 		.n_tx = IW_QP_TX_SLOTS,
+		.sgl_pool = qp->sq_sgl_pool,
+		.max_sge = qp->cap.max_send_sge,
+		.tx_markers = markers,
 	};
 	int rc = iw_rdmap_conn_init(&qp->conn, &cfg, &engine_ops, qp, &mem);
 	if (rc < 0) {
 		free(ird);
 		free(tx);
+		free(markers);
 		return rc;
 	}
 	qp->ird = ird;
 	qp->tx = tx;
+	qp->tx_markers = markers;
 	qp->n_tx = IW_QP_TX_SLOTS;
 	qp->sq_posted = 0;
 	qp->transport = t;
@@ -532,11 +541,21 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 	return 0;
 }
 
+/* The peer's FIN is graceful only between messages: a stream that ends
+ * inside an FPDU or inside a SEND message lost data (an LLP failure,
+ * reported as (2,0,0x01) TCP stream lost). */
+static bool rx_mid_message(const struct iw_qp *qp)
+{
+	return !iw_mpa_rx_at_boundary(&qp->conn.mpa_rx) || qp->conn.mpa_rx.marker_have || qp->rx_cur;
+}
+
 void iw_qp_transport_closed(struct iw_qp *qp, int err)
 {
 	if (!qp || !qp->connected || qp->flushed)
 		return;
 	qp->shut = true; /* nothing left to shut down */
+	if (err == 0 && qp->state == IW_QPS_RTS && rx_mid_message(qp))
+		err = -EPIPE;
 	if (err == 0) {
 		if (qp->state == IW_QPS_RTS)
 			qp->state = IW_QPS_CLOSED;
@@ -574,7 +593,11 @@ static void qp_free(struct iw_qp *qp)
 	free(qp->inline_mem);
 	free(qp->ird);
 	free(qp->tx);
-	free(qp->rq.ring);
+	free(qp->tx_markers);
+	free(qp->sq_sgl_pool);
+	free(qp->sq_mr_pool);
+	iw_rq_fini(&qp->rq);
+	iw_rq_slot_fini(&qp->rx_slot);
 	free(qp);
 }
 
@@ -611,13 +634,19 @@ int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw
 	qp->sq = calloc(cap.max_send_wr, sizeof(*qp->sq));
 	qp->sq_meta = calloc(cap.max_send_wr, sizeof(*qp->sq_meta));
 	qp->inline_mem = malloc((size_t)cap.max_send_wr * cap.max_inline_data);
-	if (!qp->sq || !qp->sq_meta || !qp->inline_mem ||
-	    (!attr->srq && iw_rq_init(&qp->rq, cap.max_recv_wr, cap.max_recv_sge) < 0)) {
+	/* SGE room as the caps ask, not the library maximum: idle QPs are many. */
+	qp->sq_sgl_pool = calloc((size_t)cap.max_send_wr * cap.max_send_sge, sizeof(*qp->sq_sgl_pool));
+	qp->sq_mr_pool = calloc((size_t)cap.max_send_wr * cap.max_send_sge, sizeof(*qp->sq_mr_pool));
+	if (!qp->sq || !qp->sq_meta || !qp->inline_mem || !qp->sq_sgl_pool || !qp->sq_mr_pool ||
+	    (!attr->srq && iw_rq_init(&qp->rq, cap.max_recv_wr, cap.max_recv_sge) < 0) ||
+	    (attr->srq && iw_rq_slot_init(&qp->rx_slot, attr->srq->rq.max_sge) < 0)) {
 		qp_free(qp);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < cap.max_send_wr; i++)
+	for (uint32_t i = 0; i < cap.max_send_wr; i++) {
 		qp->sq_meta[i].inline_buf = qp->inline_mem + (size_t)i * cap.max_inline_data;
+		qp->sq_meta[i].mr = qp->sq_mr_pool + (size_t)i * cap.max_send_sge;
+	}
 	qp->ctx = ctx;
 	qp->pd = pd;
 	qp->scq = attr->send_cq;
@@ -683,8 +712,7 @@ int iw_destroy_qp(struct iw_qp *qp)
 	if (qp->srq && qp->rx_cur)
 		iw_rq_entry_release(qp->rx_cur);
 	qp->rx_cur = NULL;
-	if (!qp->srq)
-		iw_rq_fini(&qp->rq);
+	iw_rq_fini(&qp->rq);
 	ctx->n_qp--;
 	for (struct iw_qp **pp = &ctx->qps; *pp; pp = &(*pp)->ctx_next)
 		if (*pp == qp) {
@@ -822,6 +850,25 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 	return 0;
 }
 
+/* New send WRs on a healthy QP go to the transport from the caller's
+ * thread: deferring costs an eventfd write, a wake-up of the progress loop
+ * and an eventfd read per message, most of the latency gap to plain TCP.
+ * A transport that allows it accepts a kick at any time under the context
+ * lock (one arriving inside its own step runs when the step unwinds);
+ * anything else pending for the QP keeps the deferred path so its order
+ * holds. */
+static void kick_now(struct iw_qp *qp)
+{
+	struct iw_transport *t = qp->transport;
+
+	if (t && t->ops->kick_from_post && !qp->shut && !qp->closing && qp->state == IW_QPS_RTS && !(qp->work & ~IW_QPW_KICK)) {
+		qp->work &= ~IW_QPW_KICK;
+		t->ops->kick(t);
+		return;
+	}
+	iw_qp_defer(qp, IW_QPW_KICK);
+}
+
 int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **bad_wr)
 {
 	if (!qp) {
@@ -835,7 +882,7 @@ int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **ba
 		if ((rc = post_one(qp, wr)) < 0)
 			break;
 	if (posted)
-		iw_qp_defer(qp, IW_QPW_KICK);
+		kick_now(qp);
 	iw_ctx_unlock(qp->ctx);
 	if (bad_wr)
 		*bad_wr = rc ? wr : NULL;

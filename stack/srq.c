@@ -10,13 +10,54 @@
 
 int iw_rq_init(struct iw_rq *rq, uint32_t cap, uint32_t max_sge)
 {
-	rq->ring = calloc(cap, sizeof(*rq->ring));
-	if (!rq->ring)
+	size_t n = (size_t)cap * max_sge;
+
+	*rq = (struct iw_rq){ .cap = cap, .max_sge = max_sge };
+	rq->ring = calloc(cap ? cap : 1, sizeof(*rq->ring));
+	rq->sgl_pool = calloc(n ? n : 1, sizeof(*rq->sgl_pool));
+	rq->mr_pool = calloc(n ? n : 1, sizeof(*rq->mr_pool));
+	if (!rq->ring || !rq->sgl_pool || !rq->mr_pool) {
+		iw_rq_fini(rq);
 		return -ENOMEM;
-	rq->cap = cap;
-	rq->head = rq->count = 0;
-	rq->max_sge = max_sge;
+	}
+	for (uint32_t i = 0; i < cap; i++) {
+		rq->ring[i].sgl = rq->sgl_pool + (size_t)i * max_sge;
+		rq->ring[i].mr = rq->mr_pool + (size_t)i * max_sge;
+	}
 	return 0;
+}
+
+int iw_rq_slot_init(struct iw_rq_entry *e, uint32_t max_sge)
+{
+	*e = (struct iw_rq_entry){ 0 };
+	e->sgl = calloc(max_sge ? max_sge : 1, sizeof(*e->sgl));
+	e->mr = calloc(max_sge ? max_sge : 1, sizeof(*e->mr));
+	if (!e->sgl || !e->mr) {
+		iw_rq_slot_fini(e);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void iw_rq_slot_fini(struct iw_rq_entry *e)
+{
+	free(e->sgl);
+	free(e->mr);
+	e->sgl = NULL;
+	e->mr = NULL;
+	e->nsge = 0;
+}
+
+void iw_rq_entry_move(struct iw_rq_entry *dst, struct iw_rq_entry *src)
+{
+	dst->wr_id = src->wr_id;
+	dst->nsge = src->nsge;
+	for (int i = 0; i < src->nsge; i++) {
+		dst->sgl[i] = src->sgl[i];
+		dst->mr[i] = src->mr[i];
+		src->mr[i] = NULL;
+	}
+	src->nsge = 0;
 }
 
 void iw_rq_entry_release(struct iw_rq_entry *e)
@@ -44,13 +85,14 @@ void iw_rq_pop(struct iw_rq *rq)
 
 void iw_rq_fini(struct iw_rq *rq)
 {
-	while (rq->count) {
+	while (rq->ring && rq->count) {
 		iw_rq_entry_release(iw_rq_head(rq));
 		iw_rq_pop(rq);
 	}
 	free(rq->ring);
-	rq->ring = NULL;
-	rq->cap = 0;
+	free(rq->sgl_pool);
+	free(rq->mr_pool);
+	*rq = (struct iw_rq){ 0 };
 }
 
 /* Validate one WR into e (regions not yet referenced). */

@@ -49,9 +49,12 @@
 #include "../mpa/mpa_tx.h"
 #include "../rdmap/rdmap_wire.h"
 
-#define TP_IOV_MAX 1024          /* IOV_MAX on Linux */
+/* Backlog iovecs: room for one worst-case FPDU (every SGE split by
+ * markers) plus a batch of small ones; was IOV_MAX, 16 KiB per QP. */
+#define TP_IOV_WORST (2 * (IW_RDMAP_MAX_SGE + 2) + 2 * IW_MPA_TX_MAX_MARKERS)
+#define TP_IOV_MAX (TP_IOV_WORST + 128)
 #define TP_TX_BUDGET (256 * 1024) /* bytes pulled ahead of the kernel */
-#define TP_STAGE 16384            /* copy-mode staging buffer */
+#define TP_STAGE 16384            /* copy-mode staging buffer (ctx->tcp_rx_stage) */
 #define TP_SMALL_TAIL 64          /* staging behind a large FPDU: the next header */
 #define TP_BIG_FPDU 8192          /* ULPDU size from which direct reads pay off */
 #define TP_RX_PREP 64             /* iovecs one prepare may fill */
@@ -86,9 +89,9 @@ struct tcp_transport {
 	int iov_head, iov_cnt;
 	size_t tx_pending;
 
-	struct iw_mpa_tx_fpdu rtr_fpdu;
+	struct iw_mpa_tx_frame rtr_fpdu;
+	uint8_t rtr_markers[2][IW_MPA_MARKER_LEN]; /* 20 bytes cross at most one marker position */
 	uint8_t rtr_hdr[IW_DDP_UNTAGGED_HDR_LEN];
-	uint8_t stage[TP_STAGE];
 };
 
 static struct tcp_transport *tp_of(struct iw_transport *t)
@@ -263,7 +266,7 @@ static void tp_rx(struct tcp_transport *t)
 		/* n == 0: copy mode, or the stream stopped (then the bytes are
 		 * read and dropped so the peer's FIN is still seen). */
 		size_t tail = (n > 0 && c->rx.ulpdu_len >= TP_BIG_FPDU) ? TP_SMALL_TAIL : TP_STAGE;
-		v[n].iov_base = t->stage;
+		v[n].iov_base = t->ctx->tcp_rx_stage;
 		v[n].iov_len = tail;
 
 		ssize_t r = readv(fd, v, n + 1);
@@ -292,7 +295,7 @@ static void tp_rx(struct tcp_transport *t)
 		if (t->state == TP_CLOSED)
 			return;
 		if ((size_t)r > direct)
-			(void)iw_rdmap_rx_feed(c, t->stage, (size_t)r - direct); /* a stopped stream drops the rest */
+			(void)iw_rdmap_rx_feed(c, t->ctx->tcp_rx_stage, (size_t)r - direct); /* a stopped stream drops the rest */
 		if (t->state == TP_CLOSED)
 			return;
 		if ((size_t)r < prep + tail)
@@ -436,12 +439,15 @@ static void op_destroy(struct iw_transport *bt)
 
 static const struct iw_transport_ops tcp_ops = {
 	.kick = op_kick,
+	.kick_from_post = true,
 	.shutdown = op_shutdown,
 	.destroy = op_destroy,
 };
 
 struct iw_transport *iw_tcp_transport_create(struct iw_context *ctx, struct iw_qp *qp, const struct iw_tcp_cfg *cfg)
 {
+	if (!ctx->tcp_rx_stage && !(ctx->tcp_rx_stage = malloc(TP_STAGE)))
+		return NULL;
 	struct tcp_transport *t = calloc(1, sizeof(*t));
 
 	if (!t)
@@ -471,7 +477,10 @@ static int tp_queue_rtr(struct tcp_transport *t)
 		.ulp_ctrl = iw_rdmap_ctrl(IW_OP_WRITE),
 	};
 	size_t hl = iw_ddp_hdr_encode(&h, t->rtr_hdr);
-	int n = iw_mpa_tx_build(&tp_conn(t)->mpa_tx, &t->rtr_fpdu, t->rtr_hdr, hl, NULL, 0, t->iov, TP_IOV_MAX);
+	t->rtr_fpdu.markers = t->rtr_markers;
+	t->rtr_fpdu.markers_cap = 2;
+	int n = iw_mpa_tx_build_frame(&tp_conn(t)->mpa_tx, &t->rtr_fpdu, t->rtr_hdr, hl, NULL, 0, t->iov,
+				      TP_IOV_MAX);
 
 	if (n < 0)
 		return n;

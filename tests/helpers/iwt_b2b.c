@@ -35,6 +35,8 @@ static void ep_init(struct iwt_ep *ep, const char *name, const struct iw_rdmap_c
 		.sq = ep->sq, .sq_depth = IWT_EP_SQ,
 		.ird = ep->ird, .n_ird = IWT_EP_IRD,
 		.tx = ep->tx, .n_tx = IWT_EP_TX,
+		.sgl_pool = ep->sq_sgl, .max_sge = IW_RDMAP_MAX_SGE,
+		.tx_markers = ep->tx_markers,
 	};
 	ep->name = name;
 	iwt_mem_init(&ep->mem, pd);

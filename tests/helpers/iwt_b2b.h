@@ -29,6 +29,8 @@ struct iwt_ep {
 	struct iw_rdmap_sq_entry sq[IWT_EP_SQ];
 	struct iw_rdmap_ird_entry ird[IWT_EP_IRD];
 	struct iw_rdmap_tx_slot tx[IWT_EP_TX];
+	struct iovec sq_sgl[IWT_EP_SQ * IW_RDMAP_MAX_SGE];
+	uint8_t tx_markers[IWT_EP_TX * IW_MPA_TX_MAX_MARKERS][IW_MPA_MARKER_LEN];
 	struct iwt_mem mem;
 	struct iwt_event ev[IWT_EP_MAX_EV];
 	unsigned nev;

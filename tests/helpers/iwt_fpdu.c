@@ -86,7 +86,7 @@ ssize_t iwt_fpdu_build_flat(struct iw_mpa_tx *tx, const void *hdr, size_t hdr_le
 		pos += iov[i].iov_len;
 	}
 	free(iov);
-	return pos == f.wire_len ? (ssize_t)pos : -EPROTO;
+	return pos == f.f.wire_len ? (ssize_t)pos : -EPROTO;
 }
 
 ssize_t iwt_fpdu_stream(bool crc, bool markers, const struct iwt_fpdu_msg *msgs, int n,

@@ -968,6 +968,37 @@ START_TEST(test_small_sends_batched)
 }
 END_TEST
 
+/* On a connected QP a post goes to the socket in the poster's call, not
+ * on the next progress turn (the deferred path cost an eventfd round
+ * trip per message). */
+START_TEST(test_post_sends_inline)
+{
+	struct pair p;
+	struct bufs b;
+	struct iw_wc wc[2];
+	struct iw_qp_stats before, after;
+
+	pair_connect(&p, AF_INET, NULL, NULL);
+	bufs_init(&p, &b, 4096);
+	for (int i = 0; i < 2; i++)
+		post_recv(&p.s, b.sbuf + i * 64, 64, b.smr, (uint64_t)i);
+	/* the first SEND opens the responder's gate and passes the delay */
+	post_op(&p.c, IW_WR_SEND, b.cbuf, 64, b.cmr, 0, 0, 0, 100);
+	ck_assert_int_eq(poll_n(p.s.cq, wc, 1, WAIT_MS), 1);
+	ck_assert_int_eq(poll_n(p.c.cq, wc, 1, WAIT_MS), 1);
+	iw_qp_get_stats(p.c.qp, &before);
+	post_op(&p.c, IW_WR_SEND, b.cbuf + 64, 64, b.cmr, 0, 0, 0, 101);
+	iw_qp_get_stats(p.c.qp, &after); /* no iw_progress in between */
+	ck_assert_uint_eq(after.fpdus_tx, before.fpdus_tx + 1);
+	ck_assert_uint_gt(after.bytes_tx, before.bytes_tx);
+	ck_assert_int_eq(poll_n(p.s.cq, wc, 1, WAIT_MS), 1);
+	expect_ok(wc[0], 1, IW_WC_RECV);
+	ck_assert_int_eq(poll_n(p.c.cq, wc, 1, WAIT_MS), 1);
+	bufs_fini(&b);
+	pair_close(&p);
+}
+END_TEST
+
 /* The responder sends nothing before the initiator's first FPDU. */
 START_TEST(test_responder_lockstep)
 {
@@ -1660,6 +1691,7 @@ static Suite *loopback_suite(void)
 	tcase_add_test(tc, test_ops_small_fpdus);
 	tcase_add_test(tc, test_ops_ipv6_rev1);
 	tcase_add_test(tc, test_small_sends_batched);
+	tcase_add_test(tc, test_post_sends_inline);
 	tcase_add_test(tc, test_responder_lockstep);
 	tcase_add_test(tc, test_p2p_rtr);
 	tcase_add_test(tc, test_many_qps);

@@ -169,7 +169,7 @@ static struct iwd_gen_fpdu build(struct iwd_gen *g, int dir, const void *hdr, si
 	for (int i = 0; i < nw; i++)
 		append(g, dir, wiov[i].iov_base, wiov[i].iov_len);
 	pos.end = g->len[dir];
-	ck_assert_uint_eq(pos.end - pos.start, fp.wire_len);
+	ck_assert_uint_eq(pos.end - pos.start, fp.f.wire_len);
 	return pos;
 }
 
@@ -184,6 +184,23 @@ struct iwd_gen_fpdu iwd_gen_raw(struct iwd_gen *g, int dir, const void *hdr, siz
 	if (op_for_stats >= 0)
 		count_fpdu(g, dir, op_for_stats, hdr_len + plen - ddp_len, tagged, tagged ? iw_get_be32(h + 2) : 0);
 	return build(g, dir, hdr, hdr_len, &pl, plen ? 1 : 0);
+}
+
+static void count_size(struct iwd_gen *g, int dir, int op, uint64_t size)
+{
+	struct iwd_gen_size *z = g->sizes[dir];
+	int i = 0, n = g->nsizes[dir];
+
+	while (i < n && (z[i].op < op || (z[i].op == op && z[i].size < size)))
+		i++;
+	if (i < n && z[i].op == op && z[i].size == size) {
+		z[i].count++;
+		return;
+	}
+	ck_assert_int_lt(n, IWD_GEN_MAX_SIZES);
+	memmove(&z[i + 1], &z[i], (size_t)(n - i) * sizeof(*z));
+	z[i] = (struct iwd_gen_size){.op = op, .size = size, .count = 1};
+	g->nsizes[dir]++;
 }
 
 struct iwd_gen_fpdu iwd_gen_msg(struct iwd_gen *g, int dir, uint8_t op, uint32_t len, uint32_t stag, uint64_t to,
@@ -244,6 +261,11 @@ struct iwd_gen_fpdu iwd_gen_msg(struct iwd_gen *g, int dir, uint8_t op, uint32_t
 	ck_assert_uint_eq(done, len);
 	g->msgs[dir]++;
 	g->msgs_op[dir][op]++;
+	count_size(g, dir, op, op == IW_OP_READ_REQ ? rr->size : len);
+	if (op == IW_OP_READ_REQ)
+		g->reads_req[dir]++;
+	if (op == IW_OP_READ_RESP)
+		g->reads_ans[!dir]++; /* the generator always answers in order */
 	return pos;
 }
 
@@ -390,6 +412,16 @@ void iwd_gen_summary_lines(const struct iwd_gen *g, int dir, uint64_t dup, uint6
 				PUT(" %s %" PRIu64 "/%" PRIu64, op_short(op), g->msgs_op[dir][op], g->fpdus_op[dir][op]);
 		PUT("\n");
 	}
+	if (g->nsizes[dir]) {
+		PUT("  %s sizes (bytes x messages):", dn);
+		for (int i = 0; i < g->nsizes[dir]; i++)
+			PUT(" %s %" PRIu64 "x%" PRIu64, op_short(g->sizes[dir][i].op), g->sizes[dir][i].size,
+			    g->sizes[dir][i].count);
+		PUT("\n");
+	}
+	if (g->reads_req[dir] || g->reads_ans[dir])
+		PUT("  %s reads: %" PRIu64 " requested, %" PRIu64 " answered, %" PRIu64 " unanswered\n", dn,
+		    g->reads_req[dir], g->reads_ans[dir], g->reads_req[dir] - g->reads_ans[dir]);
 	for (int i = 0; i < g->nstags[dir]; i++)
 		PUT("  %s stag 0x%08" PRIx32 ": %" PRIu64 " bytes\n", dn, g->stags[dir][i].stag, g->stags[dir][i].bytes);
 #undef PUT

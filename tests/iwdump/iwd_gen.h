@@ -51,6 +51,13 @@ struct iwd_gen_stag {
 	uint64_t bytes;
 };
 
+#define IWD_GEN_MAX_SIZES 64
+
+struct iwd_gen_size {
+	int op;
+	uint64_t size, count;
+};
+
 struct iwd_gen {
 	struct iwd_gen_opts o;
 	char path[1024];
@@ -75,6 +82,11 @@ struct iwd_gen {
 	uint64_t fpdus_op[2][IW_OP_MAX], msgs_op[2][IW_OP_MAX];
 	struct iwd_gen_stag stags[2][IWD_GEN_MAX_STAGS];
 	int nstags[2];
+	/* completed messages per (opcode, size), sorted; a Read Request's
+	 * size is the size it asks for */
+	struct iwd_gen_size sizes[2][IWD_GEN_MAX_SIZES];
+	int nsizes[2];
+	uint64_t reads_req[2], reads_ans[2]; /* Read Requests dir sent / answered */
 	uint8_t msgbuf[8192];
 };
 

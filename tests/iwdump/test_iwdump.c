@@ -189,7 +189,7 @@ START_TEST(test_quiet_json)
 	static const char *const json[] = {"--json", "--check", NULL};
 	struct iwd_gen *g = iwd_gen_clean("qj.pcap", &crc_on);
 	char *out;
-	int lines = 0, fpdus = 0;
+	int lines = 0, fpdus = 0, summaries = 0;
 
 	ck_assert_int_eq(run("qj.pcap", quiet, "qj_quiet.out", &out), 0);
 	for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
@@ -202,8 +202,16 @@ START_TEST(test_quiet_json)
 
 		ck_assert_msg(n >= 2 && l[0] == '{' && l[n - 1] == '}', "not a JSON object: %s", l);
 		fpdus += strncmp(l, "{\"type\":\"fpdu\"", 14) == 0;
+		if (!strncmp(l, "{\"type\":\"summary\"", 17)) {
+			summaries++;
+			ck_assert_ptr_nonnull(strstr(l, "\"sizes\":[{\"op\":\"WRITE\",\"size\":2600,\"count\":1},"
+							"{\"op\":\"READ_REQ\",\"size\":3500,\"count\":1},"));
+			ck_assert_ptr_nonnull(strstr(l, "\"reads\":{\"requested\":1,\"answered\":1,\"unanswered\":0,"
+							"\"unmatched_responses\":0}"));
+		}
 		lines++;
 	}
+	ck_assert_int_eq(summaries, 1);
 	ck_assert_int_eq(fpdus, (int)(g->fpdus[A] + g->fpdus[B]));
 	ck_assert_int_gt(lines, fpdus);
 	free(out);
@@ -440,6 +448,9 @@ START_TEST(test_ird_exceeded)
 	out = expect_violation(g, "v_ird.pcap", A, iwd_gen_frame_of(g, A, f.end - 1),
 			       "Read Request beyond IRD 1 (1 outstanding) (layer 0 etype 2 ecode 0x07)");
 	assert_line(out, "MPA conn 1 dir B>A frame 5: Reply rev 2 M=0 C=1 R=0 enhanced ird 1 ord 4 pd 17");
+	/* a Read Request's size is the size it asks for */
+	assert_line(out, "  A>B sizes (bytes x messages): READ_REQ 64x2");
+	assert_line(out, "  A>B reads: 2 requested, 0 answered, 2 unanswered");
 	free(out);
 	iwd_gen_free(g);
 }
@@ -643,10 +654,47 @@ START_TEST(test_tcp_gap)
 			 "(request not seen)");
 	assert_line(dec, "MSG conn 1 dir B>A: WRITE stag 0x00a10601 to 0x1000 2048 bytes");
 	assert_line(out, "TOTAL 1 connections, 0 violations, 1 warnings");
+	/* A's requests went into the gap: its reads line only counts B's
+	 * response as one to an unseen request; B's request stays unanswered
+	 * because A's direction is no longer decoded. */
+	assert_line(out, "  A>B reads: 0 requested, 0 answered, 0 unanswered, 1 responses to unseen requests");
+	assert_line(out, "  B>A reads: 1 requested, 0 answered, 1 unanswered");
 	free(dec);
 	free(out);
 	ck_assert_int_eq(run("tcp_gap.pcap", allow_args, "tcp_gap_allow.out", &out), 0);
 	assert_line(out, line);
+	free(out);
+	iwd_gen_free(g);
+}
+END_TEST
+
+/* Seen on real siw captures with a segment cut out: once the initiator's
+ * direction has a gap, its Read Responses are unseen, so the responder's
+ * further Read Requests must not count against the initiator's IRD. */
+START_TEST(test_gap_reads_unjudged)
+{
+	struct iwd_gen_opts o = crc_on;
+	struct iw_rdmap_read_req rr = {.sink_stag = 0x00a10201, .sink_to = 0x20000, .size = 100,
+				       .src_stag = 0x00b20301, .src_to = 0x7f0000300000ull};
+	struct iwd_gen *g;
+	char *out;
+
+	o.mode[A] = IWD_TCP_DROP;
+	g = iwd_gen_open("gap_reads.pcap", &o);
+	iwd_gen_msg(g, A, IW_OP_SEND, 4000, 0, 0, NULL, NULL);
+	iwd_gen_flight(g);
+	for (int i = 0; i < 20; i++) { /* A's IRD is 16 */
+		iwd_gen_msg(g, B, IW_OP_READ_REQ, 0, 0, 0, &rr, NULL);
+		iwd_gen_flight(g);
+		iwd_gen_msg(g, A, IW_OP_READ_RESP, 100, rr.sink_stag, rr.sink_to, NULL, NULL);
+		iwd_gen_flight(g);
+	}
+	iwd_gen_close(g);
+	ck_assert_uint_gt(g->gap_len, 0);
+	ck_assert_int_eq(run("gap_reads.pcap", check_args, "gap_reads.out", &out), 1);
+	ck_assert_int_eq(iwd_count_prefix(out, "VIOLATION"), 0);
+	assert_line(out, "  B>A reads: 20 requested, 0 answered, 20 unanswered");
+	assert_line(out, "TOTAL 1 connections, 0 violations, 1 warnings");
 	free(out);
 	iwd_gen_free(g);
 }
@@ -740,6 +788,7 @@ static Suite *iwdump_suite(void)
 	suite_add_tcase(s, tv);
 	tcase_add_loop_test(tt, test_tcp_mangled, 0, 3);
 	tcase_add_test(tt, test_tcp_gap);
+	tcase_add_test(tt, test_gap_reads_unjudged);
 	tcase_add_test(tt, test_mid_connection);
 	tcase_add_test(tt, test_damaged_captures);
 	suite_add_tcase(s, tt);

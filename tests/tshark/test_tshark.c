@@ -238,11 +238,11 @@ static void gen_msg(struct session *s, const struct msg *m)
 		for (i = 0; i < nw; i++)
 			append(s, dir, wiov[i].iov_base, wiov[i].iov_len);
 		e->wire_len = (uint32_t)(s->len[dir] - e->off);
-		e->n_markers = fp.n_markers;
-		ck_assert_uint_eq(e->wire_len, fp.wire_len);
-		ck_assert_uint_eq(e->wire_len, iw_mpa_fpdu_len(e->ulpdu_len) + IW_MPA_MARKER_LEN * fp.n_markers);
+		e->n_markers = fp.f.n_markers;
+		ck_assert_uint_eq(e->wire_len, fp.f.wire_len);
+		ck_assert_uint_eq(e->wire_len, iw_mpa_fpdu_len(e->ulpdu_len) + IW_MPA_MARKER_LEN * fp.f.n_markers);
 		if (!s->markers)
-			ck_assert_uint_eq(fp.n_markers, 0);
+			ck_assert_uint_eq(fp.f.n_markers, 0);
 
 		if (s->corrupt && !s->corrupted && dir == B && m->op == IW_OP_READ_RESP && nth == 1) {
 			/* Flip a bit in the first payload byte after the CRC was

@@ -361,8 +361,8 @@ START_TEST(test_known_markers)
 	/* len | hdr[0..2) | marker | hdr rest | payload | crc (some may merge) */
 	ck_assert_int_ge(n, 4);
 	ck_assert_int_le(n, 6);
-	ck_assert_uint_eq(f.n_markers, 1);
-	ck_assert_uint_eq(f.wire_len, 28);
+	ck_assert_uint_eq(f.f.n_markers, 1);
+	ck_assert_uint_eq(f.f.wire_len, 28);
 	ck_assert_uint_eq(tx.stream_off, 536);
 	tx.stream_off = 508;
 	ck_assert_int_eq(iwt_fpdu_build_flat(&tx, hdr2, 14, &pl, 1, out, sizeof(out)), 28);
@@ -414,8 +414,8 @@ START_TEST(test_tx_errors)
 	pl[0] = (struct iovec){ big, 65535 - 18 };
 	n = iw_mpa_tx_build(&tx, &f, hdr, 18, pl, 1, iov, 400);
 	ck_assert_int_gt(n, 0);
-	ck_assert_uint_eq(iw_get_be16(f.len_be), 65535);
-	ck_assert_uint_eq(tx.stream_off, 1000 + f.wire_len);
+	ck_assert_uint_eq(iw_get_be16(f.f.len_be), 65535);
+	ck_assert_uint_eq(tx.stream_off, 1000 + f.f.wire_len);
 
 	/* -EINVAL. */
 	ck_assert_int_eq(iw_mpa_tx_build(NULL, &f, hdr, 18, NULL, 0, iov, 400), -EINVAL);
@@ -451,7 +451,7 @@ START_TEST(test_tx_errors)
 		ck_assert(memcmp(&f, &snap, sizeof(f)) == 0);
 		ck_assert(memcmp(iov, iov_snap, sizeof(iov)) == 0);
 		ck_assert_int_eq(iw_mpa_tx_build(&tx, &f, hdr, 18, pl, np, iov, n), n);
-		ck_assert_uint_eq(tx.stream_off, off + f.wire_len);
+		ck_assert_uint_eq(tx.stream_off, off + f.f.wire_len);
 	}
 }
 END_TEST
@@ -465,6 +465,58 @@ static bool inside(const void *p, size_t len, const void *base, size_t blen)
 
 /* The gather list points at the caller's memory (no payload copy) and at
  * the per-FPDU scratch, nothing else. */
+/* A frame with its own marker room: the bytes match the full-size fpdu,
+ * too little room is refused, and no room is needed without markers. */
+static size_t gather(const struct iovec *iov, int n, uint8_t *out)
+{
+	size_t off = 0;
+	for (int i = 0; i < n; i++) {
+		memcpy(out + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	return off;
+}
+
+START_TEST(test_tx_frame_marker_room)
+{
+	static uint8_t pay[3000];
+	uint8_t hdr[18] = { 0 }, room[8][IW_MPA_MARKER_LEN];
+	struct iw_mpa_tx tx_a, tx_b;
+	struct iw_mpa_tx_fpdu full;
+	struct iw_mpa_tx_frame fr = { 0 };
+	struct iovec pl = { pay, sizeof(pay) }, iov_a[64], iov_b[64];
+	uint8_t wire_a[4096], wire_b[4096];
+
+	iwt_fill_pattern(pay, sizeof(pay), 7);
+	iw_mpa_tx_init(&tx_a, true, true);
+	iw_mpa_tx_init(&tx_b, true, true);
+	tx_a.stream_off = tx_b.stream_off = 100;
+	int na = iw_mpa_tx_build(&tx_a, &full, hdr, 18, &pl, 1, iov_a, 64);
+	fr.markers = room;
+	fr.markers_cap = 8;
+	int nb = iw_mpa_tx_build_frame(&tx_b, &fr, hdr, 18, &pl, 1, iov_b, 64);
+	ck_assert_int_gt(na, 0);
+	ck_assert_int_eq(na, nb);
+	ck_assert_uint_eq(full.f.n_markers, fr.n_markers);
+	ck_assert_uint_eq(full.f.wire_len, fr.wire_len);
+	ck_assert_uint_le(fr.wire_len, sizeof(wire_a));
+	ck_assert_uint_eq(gather(iov_a, na, wire_a), full.f.wire_len);
+	ck_assert_uint_eq(gather(iov_b, nb, wire_b), fr.wire_len);
+	ck_assert_mem_eq(wire_a, wire_b, fr.wire_len);
+
+	fr.markers_cap = (uint16_t)(fr.n_markers - 1);
+	tx_b.stream_off = 100;
+	ck_assert_int_eq(iw_mpa_tx_build_frame(&tx_b, &fr, hdr, 18, &pl, 1, iov_b, 64), -EINVAL);
+	ck_assert_uint_eq(tx_b.stream_off, 100);
+	fr.markers = NULL;
+	fr.markers_cap = 0;
+	ck_assert_int_eq(iw_mpa_tx_build_frame(&tx_b, &fr, hdr, 18, &pl, 1, iov_b, 64), -EINVAL);
+	iw_mpa_tx_init(&tx_b, true, false);
+	ck_assert_int_gt(iw_mpa_tx_build_frame(&tx_b, &fr, hdr, 18, &pl, 1, iov_b, 64), 0);
+	ck_assert_uint_eq(fr.n_markers, 0);
+}
+END_TEST
+
 START_TEST(test_tx_zero_copy)
 {
 	static uint8_t payload[20000];
@@ -497,7 +549,7 @@ START_TEST(test_tx_zero_copy)
 		}
 		ck_assert_uint_eq(from_payload, plen);
 		ck_assert_uint_eq(from_hdr, 14);
-		ck_assert_uint_eq(total, f.wire_len);
+		ck_assert_uint_eq(total, f.f.wire_len);
 	}
 }
 END_TEST
@@ -1213,6 +1265,7 @@ static Suite *mpa_fpdu_suite(void)
 	tcase_add_test(tx, test_known_terminate_len);
 	tcase_add_test(tx, test_known_markers);
 	tcase_add_test(tx, test_tx_errors);
+	tcase_add_test(tx, test_tx_frame_marker_room);
 	tcase_add_test(tx, test_tx_zero_copy);
 	tcase_add_test(tx, test_tx_vs_ref);
 	tcase_add_loop_test(rx, test_rx_feed_chunks, 0, 4);

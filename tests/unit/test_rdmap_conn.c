@@ -470,8 +470,21 @@ START_TEST(post_errors)
 	struct iw_rdmap_conn_ops ops = { .stag = iwt_mem_stag, .recv_buf = iwt_mem_recv_buf,
 					 .invalidate = iwt_mem_invalidate };
 	struct iw_rdmap_conn_mem mem = { .sq = t.a.sq, .sq_depth = 4, .ird = t.a.ird, .n_ird = 4,
-					 .tx = t.a.tx, .n_tx = 4 };
+					 .tx = t.a.tx, .n_tx = 4, .sgl_pool = t.a.sq_sgl, .max_sge = 4,
+					 .tx_markers = t.a.tx_markers };
 	ck_assert_int_eq(iw_rdmap_conn_init(&c, &bad, &ops, NULL, &mem), -EINVAL);
+	/* SGE room is required, and at most IW_RDMAP_MAX_SGE per WR. */
+	struct iw_rdmap_conn_mem bad_mem = mem;
+	bad_mem.sgl_pool = NULL;
+	ck_assert_int_eq(iw_rdmap_conn_init(&c, &cfg, &ops, NULL, &bad_mem), -EINVAL);
+	bad_mem = mem;
+	bad_mem.max_sge = IW_RDMAP_MAX_SGE + 1;
+	ck_assert_int_eq(iw_rdmap_conn_init(&c, &cfg, &ops, NULL, &bad_mem), -EINVAL);
+	bad_mem = mem;
+	bad_mem.tx_markers = NULL;
+	struct iw_rdmap_conn_cfg mk = cfg;
+	mk.markers_tx = true;
+	ck_assert_int_eq(iw_rdmap_conn_init(&c, &mk, &ops, NULL, &bad_mem), -EINVAL);
 	bad = cfg;
 	bad.ird = 5;
 	ck_assert_int_eq(iw_rdmap_conn_init(&c, &bad, &ops, NULL, &mem), -EINVAL);

@@ -63,12 +63,28 @@ struct iwd_stag_bytes {
 	uint64_t bytes;
 };
 
+#define IWD_MAX_SIZES 256 /* (opcode, size) pairs listed per direction */
+
+/* Completed messages of one opcode and size (a Read Request's size is the
+ * size it asks for, not its 28-byte body). */
+struct iwd_size_count {
+	uint8_t op;
+	uint64_t size;
+	uint64_t count;
+};
+
 struct iwd_dir_stats {
 	uint64_t fpdus, msgs, payload;
 	uint64_t fpdus_op[IW_OP_MAX], msgs_op[IW_OP_MAX];
 	struct iwd_stag_bytes *stags;
 	size_t nstags, stag_cap;
 	bool stags_truncated;
+	struct iwd_size_count sizes[IWD_MAX_SIZES]; /* sorted by opcode, size */
+	size_t nsizes;
+	bool sizes_truncated;
+	/* This direction's Read Requests answered by complete Read Responses,
+	 * and Read Responses to it whose request was never seen (lost bytes). */
+	uint64_t reads_answered, resp_unmatched;
 	uint64_t violations, warnings;
 };
 

@@ -532,6 +532,13 @@ static uint64_t conn_violations(const struct iwd_conn *c)
 	return c->sess.st[0].violations + c->sess.st[1].violations;
 }
 
+static uint64_t reads_unanswered(const struct iwd_dir_stats *st)
+{
+	uint64_t req = st->msgs_op[IW_OP_READ_REQ];
+
+	return req > st->reads_answered ? req - st->reads_answered : 0;
+}
+
 static void summary_json(const struct iwd_conn *c)
 {
 	const struct iwd_sess *s = &c->sess;
@@ -577,6 +584,18 @@ static void summary_json(const struct iwd_conn *c)
 		}
 		putchar('}');
 		jfirst = false;
+		jkey("sizes");
+		putchar('[');
+		for (size_t i = 0; i < st->nsizes; i++) {
+			printf("%s{\"op\":\"%s\",\"size\":%" PRIu64 ",\"count\":%" PRIu64 "}", i ? "," : "",
+			       iwd_op_short(st->sizes[i].op), st->sizes[i].size, st->sizes[i].count);
+		}
+		putchar(']');
+		jbool("sizes_truncated", st->sizes_truncated);
+		jkey("reads");
+		printf("{\"requested\":%" PRIu64 ",\"answered\":%" PRIu64 ",\"unanswered\":%" PRIu64
+		       ",\"unmatched_responses\":%" PRIu64 "}",
+		       st->msgs_op[IW_OP_READ_REQ], st->reads_answered, reads_unanswered(st), st->resp_unmatched);
 		jkey("stags");
 		putchar('{');
 		jfirst = true;
@@ -623,6 +642,22 @@ void iwd_out_summary(const struct iwd_conn *c)
 				if (st->fpdus_op[op] || st->msgs_op[op])
 					printf(" %s %" PRIu64 "/%" PRIu64, iwd_op_short((uint8_t)op), st->msgs_op[op],
 					       st->fpdus_op[op]);
+			putchar('\n');
+		}
+		if (st->nsizes) {
+			printf("  %s sizes (bytes x messages):", dn);
+			for (size_t i = 0; i < st->nsizes; i++)
+				printf(" %s %" PRIu64 "x%" PRIu64, iwd_op_short(st->sizes[i].op), st->sizes[i].size,
+				       st->sizes[i].count);
+			putchar('\n');
+		}
+		if (st->sizes_truncated)
+			printf("  %s more than %d message sizes: the rest not listed\n", dn, IWD_MAX_SIZES);
+		if (st->msgs_op[IW_OP_READ_REQ] || st->reads_answered || st->resp_unmatched) {
+			printf("  %s reads: %" PRIu64 " requested, %" PRIu64 " answered, %" PRIu64 " unanswered", dn,
+			       st->msgs_op[IW_OP_READ_REQ], st->reads_answered, reads_unanswered(st));
+			if (st->resp_unmatched)
+				printf(", %" PRIu64 " responses to unseen requests", st->resp_unmatched);
 			putchar('\n');
 		}
 		for (size_t i = 0; i < st->nstags; i++)

@@ -63,6 +63,43 @@ static void stag_add(struct iwd_dir_stats *st, uint32_t stag, uint64_t bytes)
 	st->nstags++;
 }
 
+/* Counted in place; past IWD_MAX_SIZES pairs the rest are only flagged. */
+static void size_add(struct iwd_dir_stats *st, uint8_t op, uint64_t size)
+{
+	size_t i = 0;
+
+	while (i < st->nsizes && (st->sizes[i].op < op || (st->sizes[i].op == op && st->sizes[i].size < size)))
+		i++;
+	if (i < st->nsizes && st->sizes[i].op == op && st->sizes[i].size == size) {
+		st->sizes[i].count++;
+		return;
+	}
+	if (st->nsizes == IWD_MAX_SIZES) {
+		st->sizes_truncated = true;
+		return;
+	}
+	memmove(&st->sizes[i + 1], &st->sizes[i], (st->nsizes - i) * sizeof(st->sizes[0]));
+	st->sizes[i] = (struct iwd_size_count){.op = op, .size = size, .count = 1};
+	st->nsizes++;
+}
+
+static void msg_stats(struct iwd_sess *s, int dir, const struct iw_rdmap_check_msg *m)
+{
+	struct iwd_dir_stats *st = &s->st[dir];
+	uint8_t op = m->opcode & (IW_OP_MAX - 1);
+
+	st->msgs++;
+	st->msgs_op[op]++;
+	size_add(st, op, op == IW_OP_READ_REQ ? m->rr.size : m->len);
+	if (op == IW_OP_READ_RESP) {
+		/* Charged to the requester's direction. */
+		if (m->rr_known)
+			s->st[!dir].reads_answered++;
+		else
+			s->st[!dir].resp_unmatched++;
+	}
+}
+
 static void violation(struct iwd_conn *c, int dir, enum iw_rdmap_check_code code, uint64_t got, uint64_t want,
 		      const struct iwd_where *w)
 {
@@ -89,8 +126,7 @@ static void handle_ev(struct iwd_conn *c, int dir, const struct iw_rdmap_check_e
 	if (ev->has_violation)
 		iwd_out_violation(c, dir, &ev->viol, w);
 	if (ev->has_msg) {
-		st->msgs++;
-		st->msgs_op[ev->msg.opcode & (IW_OP_MAX - 1)]++;
+		msg_stats(&c->sess, dir, &ev->msg);
 		iwd_out_msg(c, dir, &ev->msg, w);
 	}
 	if (ev->type == IW_CHK_EV_STOP && ev->viol.code != IW_CHK_TRUNCATED)

@@ -1,0 +1,371 @@
+/* Raw Ethernet frame I/O over AF_PACKET rings: see pktio.h. */
+#include "pktio.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define ETH_HDR 14
+#define RX_FRAME 2048          /* V2 slot; V3 frames are packed into blocks */
+#define V3_BLOCK (1u << 20)    /* 1 MiB blocks: many frames per hand-over */
+#define TX_SLOT 16384          /* fits a 9000-byte MTU frame plus the header */
+
+struct iw_pktio {
+	int rx_fd, tx_fd;
+	enum iw_pktio_rx_ring rx_ring;
+	uint8_t *rx_map;
+	size_t rx_map_len;
+	uint32_t rx_nslots, rx_slot_size; /* V2: frames; V3: blocks */
+	uint32_t rx_next;
+	uint8_t *tx_map;
+	size_t tx_map_len;
+	uint32_t tx_nslots, tx_next, tx_queued;
+	uint8_t mac[6];
+	uint32_t mtu;
+	struct iw_pktio_stats st;
+};
+
+/* Admit ARP, and IPv4 whose destination is ours (0: any); drop the rest
+ * in the kernel, before it is copied into the ring. */
+static int attach_filter(int fd, uint32_t ipv4)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),                 /* EtherType */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_ARP, 3, 0),   /* -> accept */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_IP, 0, 3),    /* -> drop */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HDR + 16),       /* IPv4 destination */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ipv4, 0, 1),        /* ours: accept, else drop */
+		BPF_STMT(BPF_RET | BPF_K, 0x40000),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+	/* ipv4 == 0: any IPv4 destination passes. */
+	if (ipv4 == 0)
+		code[4] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
+	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+}
+
+static int drop_all_filter(int fd)
+{
+	struct sock_filter code[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+	struct sock_fprog prog = { .len = 1, .filter = code };
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+}
+
+/* protocol 0: the socket receives nothing (the transmit socket). */
+static int bind_to(int fd, int ifindex, uint16_t protocol)
+{
+	struct sockaddr_ll sll = {
+		.sll_family = AF_PACKET,
+		.sll_protocol = htons(protocol),
+		.sll_ifindex = ifindex,
+	};
+	return bind(fd, (struct sockaddr *)&sll, sizeof(sll));
+}
+
+static int setup_rx(struct iw_pktio *p, const struct iw_pktio_cfg *cfg)
+{
+	uint32_t bytes = cfg->rx_ring_bytes ? cfg->rx_ring_bytes : 4u << 20;
+	int ver;
+
+	if (cfg->rx_ring == IW_PKTIO_RX_V3) {
+		struct tpacket_req3 req = { 0 };
+		ver = TPACKET_V3;
+		if (setsockopt(p->rx_fd, SOL_PACKET, PACKET_VERSION, &ver, sizeof(ver)) < 0)
+			return -errno;
+		req.tp_block_size = V3_BLOCK;
+		req.tp_block_nr = bytes / V3_BLOCK ? bytes / V3_BLOCK : 1;
+		req.tp_frame_size = RX_FRAME;
+		req.tp_frame_nr = req.tp_block_nr * (V3_BLOCK / RX_FRAME);
+		req.tp_retire_blk_tov = cfg->block_timeout_ms ? cfg->block_timeout_ms : 1;
+		if (setsockopt(p->rx_fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
+			return -errno;
+		p->rx_nslots = req.tp_block_nr;
+		p->rx_slot_size = req.tp_block_size;
+	} else {
+		struct tpacket_req req = { 0 };
+		ver = TPACKET_V2;
+		if (setsockopt(p->rx_fd, SOL_PACKET, PACKET_VERSION, &ver, sizeof(ver)) < 0)
+			return -errno;
+		req.tp_block_size = 1u << 16;
+		req.tp_frame_size = RX_FRAME;
+		req.tp_block_nr = bytes / req.tp_block_size ? bytes / req.tp_block_size : 1;
+		req.tp_frame_nr = req.tp_block_nr * (req.tp_block_size / RX_FRAME);
+		if (setsockopt(p->rx_fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
+			return -errno;
+		p->rx_nslots = req.tp_frame_nr;
+		p->rx_slot_size = RX_FRAME;
+	}
+	p->rx_ring = cfg->rx_ring;
+	p->rx_map_len = (size_t)p->rx_nslots * p->rx_slot_size;
+	p->rx_map = mmap(NULL, p->rx_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->rx_fd, 0);
+	if (p->rx_map == MAP_FAILED) {
+		p->rx_map = NULL;
+		return -errno;
+	}
+	return 0;
+}
+
+static int setup_tx(struct iw_pktio *p, const struct iw_pktio_cfg *cfg)
+{
+	struct tpacket_req req = { 0 };
+	int ver = TPACKET_V2;
+	uint32_t n = cfg->tx_frames ? cfg->tx_frames : 512;
+
+	if (setsockopt(p->tx_fd, SOL_PACKET, PACKET_VERSION, &ver, sizeof(ver)) < 0)
+		return -errno;
+	if (!cfg->no_qdisc_bypass) {
+		int one = 1;
+		/* Old kernels lack it; the ring works without. */
+		(void)setsockopt(p->tx_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+	}
+	req.tp_block_size = TX_SLOT;
+	req.tp_block_nr = n;
+	req.tp_frame_size = TX_SLOT;
+	req.tp_frame_nr = n;
+	if (setsockopt(p->tx_fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof(req)) < 0)
+		return -errno;
+	p->tx_nslots = n;
+	p->tx_map_len = (size_t)n * TX_SLOT;
+	p->tx_map = mmap(NULL, p->tx_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->tx_fd, 0);
+	if (p->tx_map == MAP_FAILED) {
+		p->tx_map = NULL;
+		return -errno;
+	}
+	return 0;
+}
+
+static int iface_info(struct iw_pktio *p, const char *ifname, int *ifindex)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	strncpy(ifr.ifr_name, ifname, IFNAMSIZ - 1);
+	if (ioctl(p->rx_fd, SIOCGIFINDEX, &ifr) < 0)
+		return -ENODEV;
+	*ifindex = ifr.ifr_ifindex;
+	if (ioctl(p->rx_fd, SIOCGIFHWADDR, &ifr) < 0)
+		return -errno;
+	memcpy(p->mac, ifr.ifr_hwaddr.sa_data, 6);
+	if (ioctl(p->rx_fd, SIOCGIFMTU, &ifr) < 0)
+		return -errno;
+	p->mtu = (uint32_t)ifr.ifr_mtu;
+	return 0;
+}
+
+int iw_pktio_open(const struct iw_pktio_cfg *cfg, struct iw_pktio **out, const char **why)
+{
+	const char *w = NULL;
+	int ifindex = 0, rc;
+
+	if (!cfg || !cfg->ifname || !out || strlen(cfg->ifname) >= IFNAMSIZ ||
+	    (cfg->rx_ring != IW_PKTIO_RX_V3 && cfg->rx_ring != IW_PKTIO_RX_V2)) {
+		if (why)
+			*why = "bad configuration";
+		return -EINVAL;
+	}
+	struct iw_pktio *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->tx_fd = -1;
+	/* Protocol 0 until the filter is in place: nothing is queued before. */
+	p->rx_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (p->rx_fd < 0) {
+		rc = -errno;
+		w = (rc == -EPERM || rc == -EACCES) ? "raw packet sockets need CAP_NET_RAW (run as root or grant the capability)"
+						    : "cannot create an AF_PACKET socket";
+		if (rc == -EACCES)
+			rc = -EPERM;
+		goto fail;
+	}
+	p->tx_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (p->tx_fd < 0) {
+		rc = -errno;
+		w = "cannot create an AF_PACKET socket";
+		goto fail;
+	}
+	if ((rc = iface_info(p, cfg->ifname, &ifindex)) < 0) {
+		w = rc == -ENODEV ? "no such interface" : "cannot read the interface's address or MTU";
+		goto fail;
+	}
+	if (attach_filter(p->rx_fd, cfg->ipv4) < 0 || drop_all_filter(p->tx_fd) < 0) {
+		rc = -errno;
+		w = "cannot attach the BPF filter";
+		goto fail;
+	}
+	if ((rc = setup_rx(p, cfg)) < 0) {
+		w = "cannot set up the receive ring";
+		goto fail;
+	}
+	if ((rc = setup_tx(p, cfg)) < 0) {
+		w = "cannot set up the transmit ring";
+		goto fail;
+	}
+	if (bind_to(p->rx_fd, ifindex, ETH_P_ALL) < 0 || bind_to(p->tx_fd, ifindex, 0) < 0) {
+		rc = -errno;
+		w = "cannot bind to the interface";
+		goto fail;
+	}
+	*out = p;
+	return 0;
+fail:
+	if (why)
+		*why = w;
+	iw_pktio_close(p);
+	return rc;
+}
+
+void iw_pktio_close(struct iw_pktio *p)
+{
+	if (!p)
+		return;
+	if (p->rx_map)
+		munmap(p->rx_map, p->rx_map_len);
+	if (p->tx_map)
+		munmap(p->tx_map, p->tx_map_len);
+	if (p->rx_fd >= 0)
+		close(p->rx_fd);
+	if (p->tx_fd >= 0)
+		close(p->tx_fd);
+	free(p);
+}
+
+int iw_pktio_fd(const struct iw_pktio *p)
+{
+	return p->rx_fd;
+}
+
+void iw_pktio_mac(const struct iw_pktio *p, uint8_t mac[6])
+{
+	memcpy(mac, p->mac, 6);
+}
+
+uint32_t iw_pktio_mtu(const struct iw_pktio *p)
+{
+	return p->mtu;
+}
+
+static void deliver(struct iw_pktio *p, const uint8_t *frame, uint32_t snaplen, uint32_t len, iw_pktio_rx_fn cb,
+		    void *arg)
+{
+	if (snaplen < len) {
+		p->st.rx_truncated++;
+		return;
+	}
+	p->st.rx_frames++;
+	p->st.rx_bytes += len;
+	cb(arg, frame, len);
+}
+
+static int recv_v2(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
+{
+	int n = 0;
+
+	while (n < max) {
+		struct tpacket2_hdr *h = (struct tpacket2_hdr *)(p->rx_map + (size_t)p->rx_next * p->rx_slot_size);
+		if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
+			break;
+		/* The kernel's offsets are trusted no further than the slot. */
+		if (h->tp_mac <= p->rx_slot_size && h->tp_snaplen <= p->rx_slot_size - h->tp_mac)
+			deliver(p, (const uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, cb, arg);
+		__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+		p->rx_next = (p->rx_next + 1) % p->rx_nslots;
+		n++;
+	}
+	return n;
+}
+
+/* V3: a block is ours from TP_STATUS_USER until we give it back whole;
+ * max bounds the blocks walked, not the frames in them. */
+static int recv_v3(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
+{
+	int n = 0;
+
+	for (int blocks = 0; blocks < max; blocks++) {
+		uint8_t *base = p->rx_map + (size_t)p->rx_next * p->rx_slot_size;
+		struct tpacket_block_desc *bd = (struct tpacket_block_desc *)base;
+		if (!(__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
+			break;
+		uint32_t count = bd->hdr.bh1.num_pkts, off = bd->hdr.bh1.offset_to_first_pkt;
+		for (uint32_t i = 0; i < count && off && off < p->rx_slot_size; i++) {
+			struct tpacket3_hdr *h = (struct tpacket3_hdr *)(base + off);
+			if (off + sizeof(*h) > p->rx_slot_size)
+				break;
+			if (h->tp_mac <= p->rx_slot_size - off &&
+			    h->tp_snaplen <= p->rx_slot_size - off - h->tp_mac) {
+				deliver(p, (const uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, cb, arg);
+				n++;
+			}
+			if (!h->tp_next_offset)
+				break;
+			off += h->tp_next_offset;
+		}
+		__atomic_store_n(&bd->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+		p->rx_next = (p->rx_next + 1) % p->rx_nslots;
+	}
+	return n;
+}
+
+int iw_pktio_recv(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
+{
+	if (!p || !cb || max <= 0)
+		return -EINVAL;
+	return p->rx_ring == IW_PKTIO_RX_V3 ? recv_v3(p, max, cb, arg) : recv_v2(p, max, cb, arg);
+}
+
+int iw_pktio_send(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
+{
+	const uint32_t data_off = TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
+
+	if (!p || !frame || len < ETH_HDR)
+		return -EINVAL;
+	if (len > p->mtu + ETH_HDR || len > TX_SLOT - data_off)
+		return -EMSGSIZE;
+	struct tpacket2_hdr *h = (struct tpacket2_hdr *)(p->tx_map + (size_t)p->tx_next * TX_SLOT);
+	uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+	if (status != TP_STATUS_AVAILABLE && !(status & TP_STATUS_WRONG_FORMAT)) {
+		p->st.tx_ring_full++;
+		return -ENOBUFS;
+	}
+	memcpy((uint8_t *)h + data_off, frame, len);
+	h->tp_len = len;
+	__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+	p->tx_next = (p->tx_next + 1) % p->tx_nslots;
+	p->tx_queued++;
+	p->st.tx_frames++;
+	p->st.tx_bytes += len;
+	return 0;
+}
+
+int iw_pktio_flush(struct iw_pktio *p)
+{
+	if (!p)
+		return -EINVAL;
+	if (!p->tx_queued)
+		return 0;
+	p->tx_queued = 0;
+	p->st.tx_flushes++;
+	if (send(p->tx_fd, NULL, 0, MSG_DONTWAIT) < 0 && errno != EAGAIN && errno != ENOBUFS)
+		return -errno;
+	return 0;
+}
+
+void iw_pktio_get_stats(struct iw_pktio *p, struct iw_pktio_stats *st)
+{
+	struct tpacket_stats_v3 ks;
+	socklen_t l = sizeof(ks);
+	/* Reading resets the kernel's counters: fold them in. */
+	if (getsockopt(p->rx_fd, SOL_PACKET, PACKET_STATISTICS, &ks, &l) == 0)
+		p->st.rx_kernel_drops += ks.tp_drops;
+	*st = p->st;
+}

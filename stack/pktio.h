@@ -1,0 +1,75 @@
+/* Raw Ethernet frame I/O on one interface for the user-space TCP/IP
+ * transport: AF_PACKET with an mmap'ed receive ring and an mmap'ed
+ * transmit ring, qdisc bypass, and a kernel BPF filter that admits only
+ * ARP and IPv4 addressed to our own IP (an address the kernel itself does
+ * not have on that interface, so it never answers our peers with RSTs).
+ *
+ * Receive rings:
+ *   TPACKET_V3 (default): frames land in blocks the kernel hands over when
+ *     full or after block_timeout_ms; fewest wake-ups under load.
+ *   TPACKET_V2: each frame is handed over at once; lowest latency.
+ * Transmit: frames are copied into a TPACKET_V2 ring and sent in one
+ * batch by iw_pktio_flush (one syscall for the whole batch).
+ *
+ * Needs CAP_NET_RAW: without it iw_pktio_open fails with -EPERM and the
+ * error text says so. Not thread-safe: one owner (the progress loop). */
+#ifndef IW_PKTIO_H
+#define IW_PKTIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum iw_pktio_rx_ring {
+	IW_PKTIO_RX_V3 = 0,
+	IW_PKTIO_RX_V2 = 1,
+};
+
+struct iw_pktio_cfg {
+	const char *ifname;
+	uint32_t ipv4;       /* our address, host byte order; 0 admits every IPv4 frame */
+	enum iw_pktio_rx_ring rx_ring;
+	uint32_t rx_ring_bytes;     /* default 4 MiB */
+	uint32_t tx_frames;         /* transmit ring slots, default 512 */
+	uint32_t block_timeout_ms;  /* V3: hand over a partly filled block after this (default 1) */
+	bool no_qdisc_bypass;       /* keep the qdisc (e.g. for tc on the interface) */
+};
+
+struct iw_pktio_stats {
+	uint64_t rx_frames, rx_bytes;
+	uint64_t rx_truncated;   /* frames longer than a ring slot (dropped) */
+	uint64_t rx_kernel_drops; /* ring full, as the kernel counts them */
+	uint64_t tx_frames, tx_bytes;
+	uint64_t tx_ring_full;   /* iw_pktio_send found no free slot */
+	uint64_t tx_flushes;
+};
+
+struct iw_pktio;
+
+/* 0 or a negative errno: -EPERM without CAP_NET_RAW, -ENODEV for an
+ * unknown interface, -EINVAL for a bad configuration. *why (if given)
+ * points at a static text explaining the failure. */
+int iw_pktio_open(const struct iw_pktio_cfg *cfg, struct iw_pktio **out, const char **why);
+void iw_pktio_close(struct iw_pktio *p);
+
+/* Pollable (POLLIN) when received frames wait. */
+int iw_pktio_fd(const struct iw_pktio *p);
+void iw_pktio_mac(const struct iw_pktio *p, uint8_t mac[6]);
+/* The interface's MTU (IP packet size). */
+uint32_t iw_pktio_mtu(const struct iw_pktio *p);
+
+/* Hand up to max received frames to cb (each valid during the call only).
+ * Returns how many were delivered (0: nothing waiting). */
+typedef void (*iw_pktio_rx_fn)(void *arg, const uint8_t *frame, uint32_t len);
+int iw_pktio_recv(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg);
+
+/* Copy one frame into the transmit ring; it leaves with the next flush.
+ * 0, -EMSGSIZE (larger than MTU + Ethernet header or a slot), or -ENOBUFS
+ * (ring full: flush, wait for POLLOUT on the fd, retry). */
+int iw_pktio_send(struct iw_pktio *p, const uint8_t *frame, uint32_t len);
+/* Send everything queued. 0 or a negative errno. */
+int iw_pktio_flush(struct iw_pktio *p);
+
+void iw_pktio_get_stats(struct iw_pktio *p, struct iw_pktio_stats *st);
+
+#endif

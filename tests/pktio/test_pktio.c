@@ -1,0 +1,341 @@
+/* stack/pktio.c on a veth pair (run-in-netns sets it up): the raw side
+ * talks to the namespace's kernel with hand-built ARP and ICMP frames, in
+ * both receive-ring modes; the BPF filter admits only our address; no
+ * CAP_NET_RAW gives -EPERM with an explanation. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <linux/capability.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "iwt_check.h"
+#include "stack/pktio.h"
+
+#define OUR_IP 0x0a4d0001u   /* 10.77.0.1, nobody's on this host */
+#define PEER_IP 0x0a4d0002u  /* 10.77.0.2, the kernel on pk1 */
+#define OTHER_IP 0x0a4d0003u /* 10.77.0.3, neighbour entry -> pk0, not ours */
+#define ICMP_ID 0x4957
+
+static uint8_t peer_mac[6];
+
+static const char *ifname(void)
+{
+	const char *s = getenv("IWT_PK_IF");
+	return s ? s : "pk0";
+}
+
+static void load_peer_mac(void)
+{
+	const char *s = getenv("IWT_PK_PEER_MAC");
+	unsigned m[6];
+	ck_assert_msg(s && sscanf(s, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) == 6,
+		      "run me through tests/pktio/run-in-netns");
+	for (int i = 0; i < 6; i++)
+		peer_mac[i] = (uint8_t)m[i];
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) << 16 | get16(p + 2);
+}
+
+static uint16_t inet_sum(const uint8_t *p, size_t n)
+{
+	uint32_t s = 0;
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += get16(p + i);
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static size_t eth_hdr(uint8_t *f, const uint8_t *dst, const uint8_t *src, uint16_t type)
+{
+	memcpy(f, dst, 6);
+	memcpy(f + 6, src, 6);
+	put16(f + 12, type);
+	return 14;
+}
+
+static size_t build_echo(uint8_t *f, const uint8_t *our_mac, uint16_t seq)
+{
+	size_t o = eth_hdr(f, peer_mac, our_mac, 0x0800);
+	uint8_t *ip = f + o, *icmp = ip + 20;
+	memset(ip, 0, 20);
+	ip[0] = 0x45;
+	put16(ip + 2, 20 + 8 + 32);
+	put16(ip + 4, seq);
+	ip[8] = 64;
+	ip[9] = 1;
+	put32(ip + 12, OUR_IP);
+	put32(ip + 16, PEER_IP);
+	put16(ip + 10, inet_sum(ip, 20));
+	memset(icmp, 0, 8);
+	icmp[0] = 8;
+	put16(icmp + 4, ICMP_ID);
+	put16(icmp + 6, seq);
+	for (int i = 0; i < 32; i++)
+		icmp[8 + i] = (uint8_t)(seq + i);
+	put16(icmp + 2, inet_sum(icmp, 8 + 32));
+	return o + 20 + 8 + 32;
+}
+
+static size_t build_arp_request(uint8_t *f, const uint8_t *our_mac)
+{
+	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	size_t o = eth_hdr(f, bcast, our_mac, 0x0806);
+	uint8_t *a = f + o;
+	put16(a, 1);
+	put16(a + 2, 0x0800);
+	a[4] = 6;
+	a[5] = 4;
+	put16(a + 6, 1);
+	memcpy(a + 8, our_mac, 6);
+	put32(a + 14, OUR_IP);
+	memset(a + 18, 0, 6);
+	put32(a + 24, PEER_IP);
+	return o + 28;
+}
+
+struct seen {
+	int echo_replies, arp_replies, udp_ours, udp_other, other;
+	uint8_t seq_seen[256];
+};
+
+static void on_frame(void *arg, const uint8_t *f, uint32_t len)
+{
+	struct seen *s = arg;
+	if (len < 14) {
+		s->other++;
+		return;
+	}
+	uint16_t type = get16(f + 12);
+	if (type == 0x0806 && len >= 42 && get16(f + 20) == 2 && get32(f + 28) == PEER_IP) {
+		s->arp_replies++;
+		return;
+	}
+	if (type != 0x0800 || len < 34) {
+		s->other++;
+		return;
+	}
+	const uint8_t *ip = f + 14;
+	uint32_t dst = get32(ip + 16);
+	if (ip[9] == 1 && len >= 42 && ip[20] == 0 && get16(ip + 24) == ICMP_ID && dst == OUR_IP) {
+		s->echo_replies++;
+		s->seq_seen[get16(ip + 26) & 0xff]++;
+	} else if (ip[9] == 17) {
+		if (dst == OUR_IP)
+			s->udp_ours++;
+		else
+			s->udp_other++;
+	} else {
+		s->other++;
+	}
+}
+
+/* Receive until cond holds or ms pass. */
+static void pump(struct iw_pktio *p, struct seen *s, int ms, int (*done)(const struct seen *))
+{
+	uint64_t end = now_ms() + (uint64_t)ms;
+	while (now_ms() < end && !(done && done(s))) {
+		struct pollfd pfd = { iw_pktio_fd(p), POLLIN, 0 };
+		poll(&pfd, 1, 5);
+		ck_assert_int_ge(iw_pktio_recv(p, 64, on_frame, s), 0);
+	}
+}
+
+static int all_echoes(const struct seen *s)
+{
+	return s->echo_replies >= 100;
+}
+
+static struct iw_pktio *open_ring(enum iw_pktio_rx_ring ring, uint32_t ip)
+{
+	struct iw_pktio_cfg cfg = { .ifname = ifname(), .ipv4 = ip, .rx_ring = ring };
+	struct iw_pktio *p = NULL;
+	const char *why = NULL;
+	int rc = iw_pktio_open(&cfg, &p, &why);
+	ck_assert_msg(rc == 0, "open %s: %d (%s)", ifname(), rc, why ? why : "?");
+	return p;
+}
+
+/* 100 echo requests queued, one flush, 100 replies, each once. */
+static void echo_batch(enum iw_pktio_rx_ring ring)
+{
+	load_peer_mac();
+	struct iw_pktio *p = open_ring(ring, OUR_IP);
+	uint8_t mac[6], f[128];
+	struct seen s = { 0 };
+	iw_pktio_mac(p, mac);
+	ck_assert_uint_ge(iw_pktio_mtu(p), 1280);
+	for (uint16_t i = 0; i < 100; i++) {
+		size_t n = build_echo(f, mac, i);
+		ck_assert_int_eq(iw_pktio_send(p, f, (uint32_t)n), 0);
+	}
+	ck_assert_int_eq(iw_pktio_flush(p), 0);
+	pump(p, &s, 3000, all_echoes);
+	ck_assert_int_eq(s.echo_replies, 100);
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(s.seq_seen[i], 1);
+	struct iw_pktio_stats st;
+	iw_pktio_get_stats(p, &st);
+	ck_assert_uint_eq(st.tx_frames, 100);
+	ck_assert_uint_eq(st.tx_flushes, 1);
+	ck_assert_uint_ge(st.rx_frames, 100);
+	ck_assert_uint_eq(st.rx_truncated, 0);
+	iw_pktio_close(p);
+}
+
+START_TEST(echo_v2)
+{
+	echo_batch(IW_PKTIO_RX_V2);
+}
+END_TEST
+
+START_TEST(echo_v3)
+{
+	echo_batch(IW_PKTIO_RX_V3);
+}
+END_TEST
+
+static int got_arp(const struct seen *s)
+{
+	return s->arp_replies > 0;
+}
+
+START_TEST(arp_resolves_peer)
+{
+	load_peer_mac();
+	struct iw_pktio *p = open_ring(IW_PKTIO_RX_V2, OUR_IP);
+	uint8_t mac[6], f[64];
+	struct seen s = { 0 };
+	iw_pktio_mac(p, mac);
+	size_t n = build_arp_request(f, mac);
+	ck_assert_int_eq(iw_pktio_send(p, f, (uint32_t)n), 0);
+	ck_assert_int_eq(iw_pktio_flush(p), 0);
+	pump(p, &s, 3000, got_arp);
+	ck_assert_int_eq(s.arp_replies, 1);
+	iw_pktio_close(p);
+}
+END_TEST
+
+/* The kernel sends UDP to our IP and to another IP that also maps to our
+ * MAC: only ours passes the filter. */
+START_TEST(filter_admits_only_our_ip)
+{
+	load_peer_mac();
+	for (int ring = 0; ring < 2; ring++) {
+		struct iw_pktio *p = open_ring((enum iw_pktio_rx_ring)ring, OUR_IP);
+		struct seen s = { 0 };
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+		ck_assert_int_ge(fd, 0);
+		for (int i = 0; i < 5; i++) {
+			struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9) };
+			a.sin_addr.s_addr = htonl(OTHER_IP);
+			ck_assert_int_eq(sendto(fd, "x", 1, 0, (struct sockaddr *)&a, sizeof(a)), 1);
+			a.sin_addr.s_addr = htonl(OUR_IP);
+			ck_assert_int_eq(sendto(fd, "y", 1, 0, (struct sockaddr *)&a, sizeof(a)), 1);
+		}
+		pump(p, &s, 500, NULL);
+		ck_assert_int_eq(s.udp_ours, 5);
+		ck_assert_int_eq(s.udp_other, 0);
+		close(fd);
+		iw_pktio_close(p);
+	}
+}
+END_TEST
+
+START_TEST(oversized_and_bad_args)
+{
+	load_peer_mac();
+	struct iw_pktio *p = open_ring(IW_PKTIO_RX_V2, OUR_IP);
+	static uint8_t big[20000];
+	ck_assert_int_eq(iw_pktio_send(p, big, iw_pktio_mtu(p) + 15), -EMSGSIZE);
+	ck_assert_int_eq(iw_pktio_send(p, big, 10), -EINVAL);
+	ck_assert_int_eq(iw_pktio_recv(p, 0, on_frame, NULL), -EINVAL);
+	ck_assert_int_eq(iw_pktio_flush(p), 0); /* nothing queued */
+	iw_pktio_close(p);
+
+	struct iw_pktio_cfg cfg = { .ifname = "iwnosuchif0" };
+	const char *why = NULL;
+	ck_assert_int_eq(iw_pktio_open(&cfg, &p, &why), -ENODEV);
+	ck_assert_ptr_nonnull(why);
+	cfg.ifname = NULL;
+	ck_assert_int_eq(iw_pktio_open(&cfg, &p, &why), -EINVAL);
+}
+END_TEST
+
+/* Without CAP_NET_RAW: -EPERM and a text that names the capability. */
+START_TEST(no_cap_net_raw)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		struct __user_cap_data_struct d[2];
+		if (syscall(SYS_capget, &h, d) != 0)
+			_exit(10);
+		d[CAP_NET_RAW / 32].effective &= ~(1u << (CAP_NET_RAW % 32));
+		if (syscall(SYS_capset, &h, d) != 0)
+			_exit(11);
+		struct iw_pktio_cfg cfg = { .ifname = ifname() };
+		struct iw_pktio *p = NULL;
+		const char *why = NULL;
+		int rc = iw_pktio_open(&cfg, &p, &why);
+		_exit(rc == -EPERM && why && strstr(why, "CAP_NET_RAW") ? 0 : 12);
+	}
+	int st = 0;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("pktio");
+	TCase *tc = tcase_create("veth");
+	tcase_add_test(tc, echo_v2);
+	tcase_add_test(tc, echo_v3);
+	tcase_add_test(tc, arp_resolves_peer);
+	tcase_add_test(tc, filter_admits_only_our_ip);
+	tcase_add_test(tc, oversized_and_bad_args);
+	tcase_add_test(tc, no_cap_net_raw);
+	suite_add_tcase(s, tc);
+	return iwt_run_suite(s);
+}
