@@ -211,7 +211,10 @@ static void tr_destroy(struct iw_transport *t)
 	t->qp = NULL;
 }
 
-static const struct iw_transport_ops tr_ops = { tr_kick, tr_shutdown, tr_destroy };
+/* Like the TCP transport, kicks may come straight from iw_post_send. */
+static const struct iw_transport_ops tr_ops = {
+	.kick = tr_kick, .shutdown = tr_shutdown, .destroy = tr_destroy, .kick_from_post = true,
+};
 
 /* ------------------------------------------------------------------ */
 /* Completions and progress                                            */
