@@ -184,6 +184,76 @@ int iw_mpa_tx_build(struct iw_mpa_tx *tx, struct iw_mpa_tx_fpdu *fpdu, const voi
 	return rc;
 }
 
+/* Append [p, p + len) to a gather list, merging with the previous entry
+ * when contiguous (the same rule as emit()). */
+static int plain_put(struct iovec *iov, int n, const uint8_t *p, size_t len)
+{
+	if (len == 0)
+		return n;
+	if (n > 0 && (const uint8_t *)iov[n - 1].iov_base + iov[n - 1].iov_len == p) {
+		iov[n - 1].iov_len += len;
+		return n;
+	}
+	iov[n].iov_base = (void *)(uintptr_t)p;
+	iov[n].iov_len = len;
+	return n + 1;
+}
+
+/* No markers (the common case): length field, header, payload, pad + CRC
+ * in stream order, so one pass builds the list and the CRC without the
+ * marker walk. Arguments are validated by the caller; the output is
+ * exactly what walk() would produce. */
+static int build_plain(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, const uint8_t *hdr,
+		       size_t hdr_len, const struct iovec *payload, int npayload, size_t ulpdu_len,
+		       unsigned pad, struct iovec *iov, int iov_cap)
+{
+	int n = 0;
+
+	if (iov_cap < npayload + 3) {
+		/* Count exactly first: nothing may change on -ENOBUFS. */
+		struct tx_walk w;
+
+		memset(&w, 0, sizeof(w));
+		w.f = fpdu;
+		if (walk(&w, hdr, hdr_len, payload, npayload, pad))
+			return -EINVAL;
+		if (w.n > iov_cap)
+			return -ENOBUFS;
+	}
+	iw_put_be16(fpdu->len_be, (uint16_t)ulpdu_len);
+	memset(fpdu->trailer, 0, sizeof(fpdu->trailer));
+	n = plain_put(iov, n, fpdu->len_be, IW_MPA_LEN_FIELD);
+	n = plain_put(iov, n, hdr, hdr_len);
+	for (int i = 0; i < npayload; i++)
+		n = plain_put(iov, n, payload[i].iov_base, payload[i].iov_len);
+	n = plain_put(iov, n, fpdu->trailer, pad + IW_MPA_CRC_LEN);
+	if (tx->crc) {
+		uint32_t st;
+		uint8_t head[IW_MPA_LEN_FIELD + 64];
+
+		/* Length field and a short header in one CRC call. */
+		if (hdr_len <= 64) {
+			memcpy(head, fpdu->len_be, IW_MPA_LEN_FIELD);
+			if (hdr_len)
+				memcpy(head + IW_MPA_LEN_FIELD, hdr, hdr_len);
+			st = iw_crc32c_update(iw_crc32c_init(), head, IW_MPA_LEN_FIELD + hdr_len);
+		} else {
+			st = iw_crc32c_update(iw_crc32c_init(), fpdu->len_be, IW_MPA_LEN_FIELD);
+			st = iw_crc32c_update(st, hdr, hdr_len);
+		}
+		for (int i = 0; i < npayload; i++)
+			if (payload[i].iov_len)
+				st = iw_crc32c_update(st, payload[i].iov_base, payload[i].iov_len);
+		if (pad)
+			st = iw_crc32c_update(st, fpdu->trailer, pad);
+		iw_crc32c_put_wire(fpdu->trailer + pad, iw_crc32c_final(st));
+	}
+	fpdu->n_markers = 0;
+	fpdu->wire_len = (uint32_t)(IW_MPA_LEN_FIELD + ulpdu_len + pad + IW_MPA_CRC_LEN);
+	tx->stream_off += fpdu->wire_len;
+	return n;
+}
+
 int iw_mpa_tx_build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, const void *hdr,
 			  size_t hdr_len, const struct iovec *payload, int npayload, struct iovec *iov,
 			  int iov_cap)
@@ -207,6 +277,9 @@ int iw_mpa_tx_build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, co
 		ulpdu_len += payload[i].iov_len;
 	}
 	pad = iw_mpa_pad_len((unsigned)ulpdu_len);
+	if (!tx->markers)
+		return build_plain(tx, fpdu, hdr, hdr_len, payload, npayload, ulpdu_len, pad, iov,
+				   iov_cap);
 
 	memset(&w, 0, sizeof(w));
 	w.f = fpdu;

@@ -598,6 +598,57 @@ START_TEST(test_tx_vs_ref)
 }
 END_TEST
 
+/* Without markers (the one-pass builder): an iov_cap one short of what
+ * the FPDU needs changes nothing, the exact count works and gives the
+ * same list and bytes as a roomy one; contiguous pieces share an iovec. */
+START_TEST(test_tx_plain_iov_cap)
+{
+	static uint8_t buf[9000];
+
+	iwt_fill_random(&rng, buf, sizeof(buf));
+	for (int round = 0; round < 200; round++) {
+		bool crc = round & 1;
+		size_t hl = (size_t)iwt_rand_range(&rng, 0, 80);
+		size_t plen = (size_t)iwt_rand_range(&rng, 0, sizeof(buf) - 100);
+		/* Every 4th round the payload directly follows the header. */
+		const uint8_t *hdr = buf, *pay = round % 4 ? buf + 90 : buf + hl;
+		struct iovec pl[16], iov[32], iov2[32];
+		int np = iwt_fpdu_split(&rng, pay, plen, pl, 16);
+		struct iw_mpa_tx tx, tx2;
+		struct iw_mpa_tx_fpdu f, f2;
+		int n, n2;
+
+		iw_mpa_tx_init(&tx, crc, false);
+		tx.stream_off = (uint32_t)iwt_rand_range(&rng, 0, 100000) * 4;
+		tx2 = tx;
+		n = iw_mpa_tx_build(&tx, &f, hdr, hl, pl, np, iov, 32);
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_le(n, np + 3);
+		if (round % 4 == 0)
+			ck_assert_int_le(n, 3); /* length field; header + payload; trailer */
+		memset(&f2, 0x5a, sizeof(f2));
+		for (int cap = 0; cap < n; cap++) {
+			struct iw_mpa_tx_fpdu before = f2;
+			struct iw_mpa_tx t = tx2;
+
+			ck_assert_int_eq(iw_mpa_tx_build(&t, &f2, hdr, hl, pl, np, cap ? iov2 : NULL, cap),
+					 -ENOBUFS);
+			ck_assert_uint_eq(t.stream_off, tx2.stream_off);
+			ck_assert(memcmp(&before, &f2, sizeof(f2)) == 0);
+		}
+		n2 = iw_mpa_tx_build(&tx2, &f2, hdr, hl, pl, np, iov2, n);
+		ck_assert_int_eq(n2, n);
+		ck_assert_uint_eq(tx2.stream_off, tx.stream_off);
+		ck_assert_uint_eq(f2.f.wire_len, f.f.wire_len);
+		ck_assert_uint_eq(f.f.wire_len, 2 + hl + plen + iw_mpa_pad_len((unsigned)(hl + plen)) + 4);
+		for (int i = 0; i < n; i++) {
+			ck_assert_uint_eq(iov[i].iov_len, iov2[i].iov_len);
+			ck_assert(memcmp(iov[i].iov_base, iov2[i].iov_base, iov[i].iov_len) == 0);
+		}
+	}
+}
+END_TEST
+
 /* ---------- rx: round trips ---------- */
 
 static void roundtrip(bool crc, bool markers, int nmsg, size_t max_size,
@@ -1268,6 +1319,7 @@ static Suite *mpa_fpdu_suite(void)
 	tcase_add_test(tx, test_tx_frame_marker_room);
 	tcase_add_test(tx, test_tx_zero_copy);
 	tcase_add_test(tx, test_tx_vs_ref);
+	tcase_add_test(tx, test_tx_plain_iov_cap);
 	tcase_add_loop_test(rx, test_rx_feed_chunks, 0, 4);
 	tcase_add_loop_test(rx, test_rx_readv_chunks, 0, 4);
 	tcase_add_loop_test(rx, test_rx_one_byte, 0, 4);
