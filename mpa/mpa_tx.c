@@ -184,61 +184,73 @@ int iw_mpa_tx_build(struct iw_mpa_tx *tx, struct iw_mpa_tx_fpdu *fpdu, const voi
 	return rc;
 }
 
-/* Append [p, p + len) to a gather list, merging with the previous entry
- * when contiguous (the same rule as emit()). */
-static int plain_put(struct iovec *iov, int n, const uint8_t *p, size_t len)
+/* Append [p, p + len) to a gather list (iov NULL: only count), merging
+ * with the previous entry when contiguous (the same rule as emit()). */
+static int plain_put(struct iovec *iov, int n, const uint8_t **end, const uint8_t *p, size_t len)
 {
 	if (len == 0)
 		return n;
-	if (n > 0 && (const uint8_t *)iov[n - 1].iov_base + iov[n - 1].iov_len == p) {
-		iov[n - 1].iov_len += len;
-		return n;
+	if (n > 0 && *end == p) {
+		if (iov)
+			iov[n - 1].iov_len += len;
+	} else {
+		if (iov) {
+			iov[n].iov_base = (void *)(uintptr_t)p;
+			iov[n].iov_len = len;
+		}
+		n++;
 	}
-	iov[n].iov_base = (void *)(uintptr_t)p;
-	iov[n].iov_len = len;
-	return n + 1;
+	*end = p + len;
+	return n;
+}
+
+static int plain_list(struct iovec *iov, const struct iw_mpa_tx_frame *fpdu, const uint8_t *len_at,
+		      const uint8_t *hdr, size_t hdr_len, const struct iovec *payload, int npayload,
+		      unsigned pad)
+{
+	const uint8_t *end = NULL;
+	int n = plain_put(iov, 0, &end, len_at, IW_MPA_LEN_FIELD);
+
+	n = plain_put(iov, n, &end, hdr, hdr_len);
+	for (int i = 0; i < npayload; i++)
+		n = plain_put(iov, n, &end, payload[i].iov_base, payload[i].iov_len);
+	return plain_put(iov, n, &end, fpdu->trailer, pad + IW_MPA_CRC_LEN);
 }
 
 /* No markers (the common case): length field, header, payload, pad + CRC
  * in stream order, so one pass builds the list and the CRC without the
- * marker walk. Arguments are validated by the caller; the output is
- * exactly what walk() would produce. */
-static int build_plain(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, const uint8_t *hdr,
-		       size_t hdr_len, const struct iovec *payload, int npayload, size_t ulpdu_len,
-		       unsigned pad, struct iovec *iov, int iov_cap)
+ * marker walk. ULPDU_LENGTH goes to len_at (fpdu->len_be, or the
+ * caller's room right before hdr). Arguments are validated by the
+ * caller; with len_at == fpdu->len_be the output is exactly walk()'s. */
+static int build_plain(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, uint8_t *len_at,
+		       const uint8_t *hdr, size_t hdr_len, const struct iovec *payload, int npayload,
+		       size_t ulpdu_len, unsigned pad, struct iovec *iov, int iov_cap)
 {
-	int n = 0;
+	int n;
 
-	if (iov_cap < npayload + 3) {
-		/* Count exactly first: nothing may change on -ENOBUFS. */
-		struct tx_walk w;
-
-		memset(&w, 0, sizeof(w));
-		w.f = fpdu;
-		if (walk(&w, hdr, hdr_len, payload, npayload, pad))
-			return -EINVAL;
-		if (w.n > iov_cap)
-			return -ENOBUFS;
-	}
+	/* Count exactly first unless the worst case fits: nothing may change
+	 * on -ENOBUFS. */
+	if (iov_cap < npayload + 3 &&
+	    plain_list(NULL, fpdu, len_at, hdr, hdr_len, payload, npayload, pad) > iov_cap)
+		return -ENOBUFS;
 	iw_put_be16(fpdu->len_be, (uint16_t)ulpdu_len);
+	if (len_at != fpdu->len_be)
+		memcpy(len_at, fpdu->len_be, IW_MPA_LEN_FIELD);
 	memset(fpdu->trailer, 0, sizeof(fpdu->trailer));
-	n = plain_put(iov, n, fpdu->len_be, IW_MPA_LEN_FIELD);
-	n = plain_put(iov, n, hdr, hdr_len);
-	for (int i = 0; i < npayload; i++)
-		n = plain_put(iov, n, payload[i].iov_base, payload[i].iov_len);
-	n = plain_put(iov, n, fpdu->trailer, pad + IW_MPA_CRC_LEN);
+	n = plain_list(iov, fpdu, len_at, hdr, hdr_len, payload, npayload, pad);
 	if (tx->crc) {
 		uint32_t st;
 		uint8_t head[IW_MPA_LEN_FIELD + 64];
 
-		/* Length field and a short header in one CRC call. */
-		if (hdr_len <= 64) {
-			memcpy(head, fpdu->len_be, IW_MPA_LEN_FIELD);
-			if (hdr_len)
-				memcpy(head + IW_MPA_LEN_FIELD, hdr, hdr_len);
+		/* Length field and header in one CRC call. */
+		if (len_at + IW_MPA_LEN_FIELD == hdr || hdr_len == 0) {
+			st = iw_crc32c_update(iw_crc32c_init(), len_at, IW_MPA_LEN_FIELD + hdr_len);
+		} else if (hdr_len <= 64) {
+			memcpy(head, len_at, IW_MPA_LEN_FIELD);
+			memcpy(head + IW_MPA_LEN_FIELD, hdr, hdr_len);
 			st = iw_crc32c_update(iw_crc32c_init(), head, IW_MPA_LEN_FIELD + hdr_len);
 		} else {
-			st = iw_crc32c_update(iw_crc32c_init(), fpdu->len_be, IW_MPA_LEN_FIELD);
+			st = iw_crc32c_update(iw_crc32c_init(), len_at, IW_MPA_LEN_FIELD);
 			st = iw_crc32c_update(st, hdr, hdr_len);
 		}
 		for (int i = 0; i < npayload; i++)
@@ -254,9 +266,30 @@ static int build_plain(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, const
 	return n;
 }
 
+static int build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, uint8_t *len_room,
+		       const void *hdr, size_t hdr_len, const struct iovec *payload, int npayload,
+		       struct iovec *iov, int iov_cap);
+
 int iw_mpa_tx_build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, const void *hdr,
 			  size_t hdr_len, const struct iovec *payload, int npayload, struct iovec *iov,
 			  int iov_cap)
+{
+	return build_frame(tx, fpdu, NULL, hdr, hdr_len, payload, npayload, iov, iov_cap);
+}
+
+int iw_mpa_tx_build_frame_hr(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, uint8_t *hdr,
+			     size_t hdr_len, const struct iovec *payload, int npayload,
+			     struct iovec *iov, int iov_cap)
+{
+	if (!hdr)
+		return -EINVAL;
+	return build_frame(tx, fpdu, hdr - IW_MPA_LEN_FIELD, hdr, hdr_len, payload, npayload, iov,
+			   iov_cap);
+}
+
+static int build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, uint8_t *len_room,
+		       const void *hdr, size_t hdr_len, const struct iovec *payload, int npayload,
+		       struct iovec *iov, int iov_cap)
 {
 	struct tx_walk w;
 	size_t ulpdu_len = hdr_len;
@@ -278,8 +311,8 @@ int iw_mpa_tx_build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, co
 	}
 	pad = iw_mpa_pad_len((unsigned)ulpdu_len);
 	if (!tx->markers)
-		return build_plain(tx, fpdu, hdr, hdr_len, payload, npayload, ulpdu_len, pad, iov,
-				   iov_cap);
+		return build_plain(tx, fpdu, len_room ? len_room : fpdu->len_be, hdr, hdr_len, payload,
+				   npayload, ulpdu_len, pad, iov, iov_cap);
 
 	memset(&w, 0, sizeof(w));
 	w.f = fpdu;
