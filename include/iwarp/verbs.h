@@ -85,9 +85,13 @@ enum iw_access {
 };
 
 int iw_reg_mr(struct iw_pd *pd, void *addr, size_t length, unsigned access, struct iw_mr **out);
-/* New address/length/access and a new key: the old STag stops matching. */
+/* New address/length/access and a new key: the old STag stops matching.
+ * -EBUSY in the same cases as iw_dereg_mr. */
 int iw_rereg_mr(struct iw_mr *mr, void *addr, size_t length, unsigned access);
-/* -EBUSY while a posted work request references the region. */
+/* -EBUSY while a posted work request references the region, or while a
+ * peer's RDMA READ is still being answered from it (Read Responses are
+ * sent from the region's memory without a copy; destroying, disconnecting
+ * or resetting that QP releases it). */
 int iw_dereg_mr(struct iw_mr *mr);
 
 /* The region's STag, used as both lkey and rkey; the region's TO space is
@@ -116,6 +120,7 @@ enum iw_wc_opcode {
 	IW_WC_RDMA_WRITE,
 	IW_WC_RDMA_READ,
 	IW_WC_RECV,
+	IW_WC_LOCAL_INV,
 };
 
 enum iw_wc_flags {
@@ -166,6 +171,13 @@ enum iw_wr_opcode {
 	IW_WR_SEND_WITH_SE_INV,
 	IW_WR_RDMA_WRITE,
 	IW_WR_RDMA_READ,
+	/* Invalidate our own STag invalidate_rkey (a region of this QP's PD)
+	 * in send queue order: it runs once every WR posted before it has
+	 * completed, and it has taken effect when its completion (opcode
+	 * IW_WC_LOCAL_INV) is reported. No data, no sg_list. An STag that is
+	 * unknown, of another PD or already invalid completes with
+	 * IW_WC_LOC_PROT_ERR; the QP stays usable. */
+	IW_WR_LOCAL_INV,
 };
 
 enum iw_send_flags {
@@ -184,7 +196,7 @@ struct iw_send_wr {
 	unsigned send_flags;
 	uint64_t remote_addr; /* RDMA WRITE / READ */
 	uint32_t rkey;
-	uint32_t invalidate_rkey; /* SEND_WITH_INV */
+	uint32_t invalidate_rkey; /* SEND_WITH_INV, LOCAL_INV */
 };
 
 struct iw_recv_wr {

@@ -1,0 +1,444 @@
+#include "net.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipv4.h"
+#include "tcp_seg.h"
+
+struct iwn_net_sock {
+	struct iwn_tcp_conn c;
+	bool accepted; /* handed to the application (always for active opens) */
+	bool released; /* the application let go: free once CLOSED */
+};
+
+void iwn_net_cfg_default(struct iwn_net_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mtu = 1500;
+	cfg->max_conns = 64;
+	iwn_tcp_cfg_default(&cfg->tcp);
+	cfg->arp_entries = 16;
+	cfg->arp_reachable_us = 60000000;
+	cfg->arp_retry_us = 1000000;
+	cfg->arp_tries = 3;
+}
+
+int iwn_net_init(struct iwn_net *net, const struct iwn_net_cfg *cfg)
+{
+	memset(net, 0, sizeof(*net));
+	if (!cfg->tx || cfg->mtu < 68 || cfg->max_conns == 0)
+		return -EINVAL;
+	net->cfg = *cfg;
+	net->cfg.tcp.mss = (uint16_t)(cfg->mtu - 40);
+	net->frame_cap = IWN_NET_HEADROOM + IWN_TCP_MAX_HLEN + net->cfg.tcp.mss;
+	net->frame = calloc(1, net->frame_cap);
+	net->socks = calloc(cfg->max_conns, sizeof(*net->socks));
+	int r = -ENOMEM;
+	if (!net->frame || !net->socks)
+		goto fail;
+	r = iwn_arp_cache_init(&net->arp, cfg->arp_entries, IWN_ETH_HLEN + cfg->mtu, cfg->arp_reachable_us,
+			       cfg->arp_retry_us, cfg->arp_tries);
+	if (r)
+		goto fail;
+	net->next_port = 49152;
+	return 0;
+fail:
+	free(net->frame);
+	free(net->socks);
+	net->frame = NULL;
+	net->socks = NULL;
+	return r;
+}
+
+static void sock_free(struct iwn_net *net, uint32_t i)
+{
+	iwn_tcp_conn_fini(&net->socks[i]->c);
+	free(net->socks[i]);
+	net->socks[i] = NULL;
+}
+
+void iwn_net_fini(struct iwn_net *net)
+{
+	if (net->socks)
+		for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+			if (net->socks[i])
+				sock_free(net, i);
+	iwn_arp_cache_fini(&net->arp);
+	free(net->socks);
+	free(net->frame);
+	net->socks = NULL;
+	net->frame = NULL;
+}
+
+/* ---- output ---- */
+
+static void tx(struct iwn_net *net, const uint8_t *frame, uint32_t len)
+{
+	net->stats.tx_frames++;
+	net->cfg.tx(net->cfg.tx_arg, frame, len);
+}
+
+static void send_arp(struct iwn_net *net, uint16_t oper, const uint8_t dst_mac[IWN_ETH_ALEN],
+		     const uint8_t tha[IWN_ETH_ALEN], uint32_t tpa)
+{
+	/* Padded to the 60-byte Ethernet minimum (without FCS). */
+	uint8_t f[60];
+	memset(f, 0, sizeof(f));
+	iwn_eth_build(f, dst_mac, net->cfg.mac, IWN_ETHERTYPE_ARP);
+	struct iwn_arp_pkt a;
+	a.oper = oper;
+	memcpy(a.sha, net->cfg.mac, IWN_ETH_ALEN);
+	a.spa = net->cfg.ip;
+	memcpy(a.tha, tha, IWN_ETH_ALEN);
+	a.tpa = tpa;
+	iwn_arp_build(f + IWN_ETH_HLEN, &a);
+	tx(net, f, sizeof(f));
+}
+
+static void arp_request(void *arg, uint32_t ip)
+{
+	static const uint8_t zero[IWN_ETH_ALEN];
+	send_arp(arg, IWN_ARP_REQUEST, iwn_eth_broadcast, zero, ip);
+}
+
+/* Send the IPv4 packet whose header starts IWN_ETH_HLEN bytes into
+ * frame: resolve the next hop, or park the frame until ARP answers. */
+static void ip_output(struct iwn_net *net, uint8_t *frame, uint32_t len, uint32_t dst, uint64_t now)
+{
+	if (len > IWN_ETH_HLEN + (uint32_t)net->cfg.mtu) {
+		net->stats.tx_too_big++;
+		return;
+	}
+	const uint8_t *mac = iwn_arp_lookup(&net->arp, dst, now);
+	static const uint8_t unknown[IWN_ETH_ALEN];
+	iwn_eth_build(frame, mac ? mac : unknown, net->cfg.mac, IWN_ETHERTYPE_IPV4);
+	if (mac) {
+		tx(net, frame, len);
+		return;
+	}
+	if (iwn_arp_enqueue(&net->arp, dst, frame, len, now) == 1)
+		arp_request(net, dst);
+}
+
+static void tcp_out(void *arg, struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, uint8_t *seg, uint32_t len)
+{
+	(void)c;
+	struct iwn_net *net = arg;
+	uint8_t *ip = seg - 20;
+	iwn_ip4_build(ip, laddr, raddr, IWN_IPPROTO_TCP, net->ip_id++, 64, (uint16_t)len);
+	ip_output(net, ip - IWN_ETH_HLEN, IWN_ETH_HLEN + 20 + len, raddr, net->now);
+}
+
+/* ---- connections ---- */
+
+static struct iwn_net_sock *sock_of(struct iwn_net *net, const struct iwn_tcp_conn *c, uint32_t *idx)
+{
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+		if (net->socks[i] && &net->socks[i]->c == c) {
+			if (idx)
+				*idx = i;
+			return net->socks[i];
+		}
+	return NULL;
+}
+
+static struct iwn_tcp_conn *find_conn(struct iwn_net *net, uint32_t raddr, uint16_t rport, uint16_t lport)
+{
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+		struct iwn_net_sock *s = net->socks[i];
+		if (s && s->c.state != IWN_TCP_CLOSED && s->c.raddr == raddr && s->c.rport == rport &&
+		    s->c.lport == lport)
+			return &s->c;
+	}
+	return NULL;
+}
+
+static int new_sock(struct iwn_net *net, uint32_t *idx)
+{
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+		if (net->socks[i])
+			continue;
+		struct iwn_net_sock *s = calloc(1, sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		int r = iwn_tcp_conn_init(&s->c, &net->cfg.tcp, net->frame, IWN_NET_HEADROOM, tcp_out, net,
+					  net->cfg.isn_key);
+		if (r) {
+			free(s);
+			return r;
+		}
+		net->socks[i] = s;
+		*idx = i;
+		return 0;
+	}
+	return -EMFILE;
+}
+
+/* Free closed connections nobody will look at any more. */
+static void reap(struct iwn_net *net)
+{
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+		struct iwn_net_sock *s = net->socks[i];
+		if (s && s->c.state == IWN_TCP_CLOSED && (s->released || !s->accepted))
+			sock_free(net, i);
+	}
+}
+
+static bool port_in_use(struct iwn_net *net, uint16_t port)
+{
+	for (uint32_t i = 0; i < IWN_NET_MAX_LISTEN; i++)
+		if (net->listen[i].on && net->listen[i].port == port)
+			return true;
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+		if (net->socks[i] && net->socks[i]->c.lport == port)
+			return true;
+	return false;
+}
+
+int iwn_net_listen(struct iwn_net *net, uint16_t port, uint32_t backlog)
+{
+	if (port == 0 || backlog == 0)
+		return -EINVAL;
+	int freei = -1;
+	for (int i = 0; i < IWN_NET_MAX_LISTEN; i++) {
+		if (net->listen[i].on && net->listen[i].port == port)
+			return -EADDRINUSE;
+		if (!net->listen[i].on && freei < 0)
+			freei = i;
+	}
+	if (freei < 0)
+		return -ENOSPC;
+	net->listen[freei].on = true;
+	net->listen[freei].port = port;
+	net->listen[freei].backlog = backlog;
+	return 0;
+}
+
+struct iwn_tcp_conn *iwn_net_accept(struct iwn_net *net, uint16_t port)
+{
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+		struct iwn_net_sock *s = net->socks[i];
+		if (s && !s->accepted && s->c.lport == port && s->c.state != IWN_TCP_SYN_RCVD &&
+		    s->c.state != IWN_TCP_CLOSED) {
+			s->accepted = true;
+			return &s->c;
+		}
+	}
+	return NULL;
+}
+
+struct iwn_tcp_conn *iwn_net_connect(struct iwn_net *net, uint32_t raddr, uint16_t rport, uint16_t lport,
+				     uint64_t now, int *err)
+{
+	net->now = now;
+	int dummy;
+	if (!err)
+		err = &dummy;
+	if (lport == 0) {
+		for (uint32_t tries = 0; tries < 16384 && lport == 0; tries++) {
+			uint16_t p = net->next_port;
+			net->next_port = p == 65535 ? 49152 : (uint16_t)(p + 1);
+			if (!port_in_use(net, p))
+				lport = p;
+		}
+		if (lport == 0) {
+			*err = -EADDRINUSE;
+			return NULL;
+		}
+	} else if (port_in_use(net, lport)) {
+		*err = -EADDRINUSE;
+		return NULL;
+	}
+	uint32_t i;
+	int r = new_sock(net, &i);
+	if (r) {
+		*err = r;
+		return NULL;
+	}
+	struct iwn_net_sock *s = net->socks[i];
+	s->accepted = true;
+	iwn_tcp_connect(&s->c, net->cfg.ip, lport, raddr, rport, now);
+	*err = 0;
+	return &s->c;
+}
+
+void iwn_net_release(struct iwn_net *net, struct iwn_tcp_conn *c, uint64_t now)
+{
+	net->now = now;
+	struct iwn_net_sock *s = sock_of(net, c, NULL);
+	if (!s)
+		return;
+	s->released = true;
+	s->accepted = true;
+	if (!c->fin_queued && c->state != IWN_TCP_CLOSED && c->state != IWN_TCP_TIME_WAIT)
+		iwn_tcp_abort(c, now);
+	iwn_tcp_orphan(c, now);
+	reap(net);
+}
+
+uint32_t iwn_net_conn_count(const struct iwn_net *net)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+		n += net->socks[i] != NULL;
+	return n;
+}
+
+/* ---- input ---- */
+
+static void tcp_input(struct iwn_net *net, const struct iwn_ip4 *ip, const uint8_t *seg, uint32_t len,
+		      uint64_t now)
+{
+	struct iwn_tcp_hdr h;
+	int r = iwn_tcp_parse(seg, len, ip->src, ip->dst, &h);
+	if (r == -EBADMSG) {
+		net->stats.tcp_bad_csum++;
+		return;
+	}
+	if (r) {
+		net->stats.tcp_bad++;
+		return;
+	}
+	struct iwn_tcp_conn *c = find_conn(net, ip->src, h.sport, h.dport);
+	if (c) {
+		iwn_tcp_input(c, &h, now);
+		return;
+	}
+	if ((h.flags & (IWN_TCP_SYN | IWN_TCP_ACK | IWN_TCP_RST)) == IWN_TCP_SYN) {
+		for (int li = 0; li < IWN_NET_MAX_LISTEN; li++) {
+			if (!net->listen[li].on || net->listen[li].port != h.dport)
+				continue;
+			uint32_t pending = 0;
+			for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+				if (net->socks[i] && !net->socks[i]->accepted && net->socks[i]->c.lport == h.dport)
+					pending++;
+			uint32_t i;
+			if (pending >= net->listen[li].backlog || new_sock(net, &i)) {
+				net->stats.tcp_syn_dropped++;
+				return;
+			}
+			iwn_tcp_accept_syn(&net->socks[i]->c, net->cfg.ip, ip->src, &h, now);
+			return;
+		}
+	}
+	if (!(h.flags & IWN_TCP_RST))
+		net->stats.tcp_resets_sent++;
+	iwn_tcp_send_reset_for(net->frame, IWN_NET_HEADROOM, tcp_out, net, ip->dst, ip->src, &h);
+}
+
+static void icmp_input(struct iwn_net *net, const struct iwn_ip4 *ip, const uint8_t *msg, uint32_t len,
+		       uint64_t now)
+{
+	uint32_t room = net->frame_cap - IWN_ETH_HLEN - IWN_IP4_HLEN;
+	if (len > room || len > (uint32_t)net->cfg.mtu - IWN_IP4_HLEN)
+		return;
+	uint8_t *p = net->frame + IWN_ETH_HLEN + IWN_IP4_HLEN;
+	memcpy(p, msg, len);
+	if (iwn_icmp_echo_reply(p, len))
+		return;
+	iwn_ip4_build(net->frame + IWN_ETH_HLEN, net->cfg.ip, ip->src, IWN_IPPROTO_ICMP, net->ip_id++, 64,
+		      (uint16_t)len);
+	net->stats.icmp_echo_replies++;
+	ip_output(net, net->frame, IWN_ETH_HLEN + IWN_IP4_HLEN + len, ip->src, now);
+}
+
+static void arp_input(struct iwn_net *net, const uint8_t *p, uint32_t len, uint64_t now)
+{
+	struct iwn_arp_pkt a;
+	if (iwn_arp_parse(p, len, &a)) {
+		net->stats.rx_bad++;
+		return;
+	}
+	net->stats.arp_in++;
+	if (a.spa == 0) /* probe (RFC 5227): nothing to learn */
+		goto reply;
+	bool for_us = a.tpa == net->cfg.ip;
+	uint8_t *frame;
+	uint32_t flen;
+	iwn_arp_learn(&net->arp, a.spa, a.sha, now, for_us, &frame, &flen);
+	if (frame) {
+		memcpy(frame + IWN_ETH_OFF_DST, a.sha, IWN_ETH_ALEN);
+		tx(net, frame, flen);
+	}
+reply:
+	if (a.oper == IWN_ARP_REQUEST && a.tpa == net->cfg.ip) {
+		net->stats.arp_replies_sent++;
+		send_arp(net, IWN_ARP_REPLY, a.sha, a.sha, a.spa);
+	}
+}
+
+void iwn_net_input(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint64_t now)
+{
+	net->now = now;
+	net->stats.rx_frames++;
+	struct iwn_eth e;
+	if (iwn_eth_parse(frame, len, &e)) {
+		net->stats.rx_bad++;
+		return;
+	}
+	if (memcmp(e.dst, net->cfg.mac, IWN_ETH_ALEN) != 0 && !iwn_eth_is_broadcast(e.dst)) {
+		net->stats.rx_not_for_us++;
+		return;
+	}
+	const uint8_t *p = frame + IWN_ETH_HLEN;
+	uint32_t plen = len - IWN_ETH_HLEN;
+	if (e.type == IWN_ETHERTYPE_ARP) {
+		arp_input(net, p, plen, now);
+		return;
+	}
+	if (e.type != IWN_ETHERTYPE_IPV4) {
+		net->stats.rx_unknown_type++;
+		return;
+	}
+	struct iwn_ip4 ip;
+	int r = iwn_ip4_parse(p, plen, &ip);
+	if (r == IWN_IP4_ECSUM) {
+		net->stats.ip_bad_csum++;
+		return;
+	}
+	if (r == IWN_IP4_EFRAG) {
+		net->stats.ip_frags++;
+		return;
+	}
+	if (r) {
+		net->stats.ip_bad++;
+		return;
+	}
+	if (ip.dst != net->cfg.ip) {
+		net->stats.ip_not_for_us++;
+		return;
+	}
+	const uint8_t *payload = p + ip.hlen;
+	uint32_t paylen = (uint32_t)ip.totlen - ip.hlen;
+	if (ip.proto == IWN_IPPROTO_TCP)
+		tcp_input(net, &ip, payload, paylen, now);
+	else if (ip.proto == IWN_IPPROTO_ICMP)
+		icmp_input(net, &ip, payload, paylen, now);
+	else
+		net->stats.ip_unknown_proto++;
+	reap(net);
+}
+
+uint64_t iwn_net_next_deadline(const struct iwn_net *net)
+{
+	uint64_t d = iwn_arp_next_deadline(&net->arp);
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+		if (net->socks[i]) {
+			uint64_t t = iwn_tcp_next_deadline(&net->socks[i]->c);
+			if (t < d)
+				d = t;
+		}
+	return d;
+}
+
+void iwn_net_timers(struct iwn_net *net, uint64_t now)
+{
+	net->now = now;
+	iwn_arp_timers(&net->arp, now, arp_request, net);
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+		if (net->socks[i] && iwn_tcp_next_deadline(&net->socks[i]->c) <= now)
+			iwn_tcp_timers(&net->socks[i]->c, now);
+	reap(net);
+}

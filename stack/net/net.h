@@ -1,0 +1,90 @@
+/* The host: one Ethernet interface with one IPv4 address, on-link peers
+ * only (no routing), ARP, ICMP echo, and a table of TCP connections and
+ * listeners. Frames in via iwn_net_input, frames out via the tx callback
+ * (a frame is only valid during the call), time injected in microseconds.
+ * Everything is allocated by iwn_net_init and per connection at connect
+ * or SYN arrival; the data path does not allocate. */
+#ifndef IWN_NET_H
+#define IWN_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arp.h"
+#include "eth.h"
+#include "tcp_conn.h"
+
+#define IWN_NET_MAX_LISTEN 8
+#define IWN_NET_HEADROOM (IWN_ETH_HLEN + 20) /* Ethernet + IPv4 before a segment */
+
+typedef void (*iwn_net_tx_fn)(void *arg, const uint8_t *frame, uint32_t len);
+
+struct iwn_net_cfg {
+	uint8_t mac[IWN_ETH_ALEN];
+	uint32_t ip; /* host order */
+	uint16_t mtu; /* IP MTU; TCP MSS = mtu - 40 */
+	uint8_t isn_key[IWN_ISN_KEY_LEN];
+	uint32_t max_conns;
+	struct iwn_tcp_cfg tcp; /* per connection; mss is derived from mtu */
+	uint32_t arp_entries;
+	uint64_t arp_reachable_us, arp_retry_us;
+	uint8_t arp_tries;
+	iwn_net_tx_fn tx;
+	void *tx_arg;
+};
+/* Defaults: MTU 1500, 64 connections, 16 ARP entries living 60 s,
+ * requests every 1 s, 3 tries; tcp from iwn_tcp_cfg_default. */
+void iwn_net_cfg_default(struct iwn_net_cfg *cfg);
+
+struct iwn_net_stats {
+	uint64_t rx_frames, rx_not_for_us, rx_bad, rx_unknown_type;
+	uint64_t arp_in, arp_replies_sent;
+	uint64_t ip_bad, ip_bad_csum, ip_frags, ip_not_for_us, ip_unknown_proto;
+	uint64_t icmp_echo_replies;
+	uint64_t tcp_bad, tcp_bad_csum, tcp_resets_sent, tcp_syn_dropped;
+	uint64_t tx_frames, tx_too_big;
+};
+
+struct iwn_net_sock;
+
+struct iwn_net {
+	struct iwn_net_cfg cfg;
+	struct iwn_arp_cache arp;
+	uint8_t *frame; /* transmit scratch: headroom + TCP header + MSS */
+	uint32_t frame_cap;
+	uint16_t ip_id;
+	uint64_t now; /* time of the current call, for output from TCP */
+	uint16_t next_port;
+	struct iwn_net_sock **socks;
+	struct {
+		uint16_t port;
+		uint32_t backlog;
+		bool on;
+	} listen[IWN_NET_MAX_LISTEN];
+	struct iwn_net_stats stats;
+};
+
+int iwn_net_init(struct iwn_net *net, const struct iwn_net_cfg *cfg);
+/* Frees every connection too. */
+void iwn_net_fini(struct iwn_net *net);
+
+void iwn_net_input(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint64_t now);
+uint64_t iwn_net_next_deadline(const struct iwn_net *net);
+void iwn_net_timers(struct iwn_net *net, uint64_t now);
+
+/* Accept connections on port (up to backlog not yet accepted). */
+int iwn_net_listen(struct iwn_net *net, uint16_t port, uint32_t backlog);
+/* A passively opened connection that reached ESTABLISHED (or beyond),
+ * else NULL. */
+struct iwn_tcp_conn *iwn_net_accept(struct iwn_net *net, uint16_t port);
+/* Active open to raddr:rport from lport (0: an ephemeral port). NULL with
+ * *err = -ENOMEM, -EADDRINUSE or -EMFILE (table full). */
+struct iwn_tcp_conn *iwn_net_connect(struct iwn_net *net, uint32_t raddr, uint16_t rport, uint16_t lport,
+				     uint64_t now, int *err);
+/* The application is done with c: freed once CLOSED (at once if it is).
+ * A connection not closed yet is aborted. */
+void iwn_net_release(struct iwn_net *net, struct iwn_tcp_conn *c, uint64_t now);
+/* Live connections in the table (released ones in TIME_WAIT count). */
+uint32_t iwn_net_conn_count(const struct iwn_net *net);
+
+#endif

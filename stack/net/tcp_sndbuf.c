@@ -1,0 +1,103 @@
+#include "tcp_sndbuf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int iwn_sndbuf_init(struct iwn_sndbuf *sb, uint32_t cap, uint32_t max_records)
+{
+	memset(sb, 0, sizeof(*sb));
+	if (cap == 0)
+		return -EINVAL;
+	sb->buf = malloc(cap);
+	sb->marks = max_records ? calloc(max_records, sizeof(*sb->marks)) : NULL;
+	if (!sb->buf || (max_records && !sb->marks)) {
+		iwn_sndbuf_fini(sb);
+		return -ENOMEM;
+	}
+	sb->cap = cap;
+	sb->mcap = max_records;
+	return 0;
+}
+
+void iwn_sndbuf_fini(struct iwn_sndbuf *sb)
+{
+	free(sb->buf);
+	free(sb->marks);
+	sb->buf = NULL;
+	sb->marks = NULL;
+}
+
+static void put(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n)
+{
+	uint32_t at = (sb->head + sb->len) % sb->cap;
+	uint32_t first = sb->cap - at < n ? sb->cap - at : n;
+	memcpy(sb->buf + at, p, first);
+	memcpy(sb->buf, p + first, n - first);
+	sb->len += n;
+}
+
+uint32_t iwn_sndbuf_write(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n)
+{
+	uint32_t sp = iwn_sndbuf_space(sb);
+	if (n > sp)
+		n = sp;
+	if (n)
+		put(sb, p, n);
+	return n;
+}
+
+int iwn_sndbuf_write_record(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n)
+{
+	if (n == 0)
+		return -EINVAL;
+	if (n > sb->cap || sb->mcap == 0)
+		return -EMSGSIZE;
+	if (n > iwn_sndbuf_space(sb) || sb->mlen == sb->mcap)
+		return -EAGAIN;
+	put(sb, p, n);
+	sb->marks[(sb->mhead + sb->mlen) % sb->mcap] = sb->base + sb->len;
+	sb->mlen++;
+	return (int)n;
+}
+
+void iwn_sndbuf_consume(struct iwn_sndbuf *sb, uint32_t n)
+{
+	if (n > sb->len)
+		n = sb->len;
+	sb->head = (sb->head + n) % sb->cap;
+	sb->len -= n;
+	sb->base += n;
+	while (sb->mlen && sb->marks[sb->mhead] <= sb->base) {
+		sb->mhead = (sb->mhead + 1) % sb->mcap;
+		sb->mlen--;
+	}
+}
+
+void iwn_sndbuf_copy(const struct iwn_sndbuf *sb, uint32_t off, uint8_t *dst, uint32_t n)
+{
+	if (off > sb->len || n > sb->len - off)
+		return;
+	uint32_t at = (sb->head + off) % sb->cap;
+	uint32_t first = sb->cap - at < n ? sb->cap - at : n;
+	memcpy(dst, sb->buf + at, first);
+	memcpy(dst + first, sb->buf, n - first);
+}
+
+uint32_t iwn_sndbuf_seglen(const struct iwn_sndbuf *sb, uint32_t off, uint32_t max)
+{
+	if (off >= sb->len)
+		return 0;
+	uint32_t avail = sb->len - off;
+	if (max > avail)
+		max = avail;
+	uint64_t from = sb->base + off, to = from + max, best = 0;
+	for (uint32_t i = 0; i < sb->mlen; i++) {
+		uint64_t m = sb->marks[(sb->mhead + i) % sb->mcap];
+		if (m > to)
+			break;
+		if (m > from)
+			best = m;
+	}
+	return best ? (uint32_t)(best - from) : max;
+}

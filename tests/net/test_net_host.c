@@ -1,0 +1,373 @@
+/* The host layer (net.c) frame by frame: ARP answers and resolution,
+ * ICMP echo, IPv4 drops and their counters, resets for closed ports. */
+#include <check.h>
+#include <errno.h>
+#include <string.h>
+
+#include "iwt_check.h"
+#include "iwt_common.h"
+#include "stack/net/cksum.h"
+#include "stack/net/ipv4.h"
+#include "stack/net/net.h"
+#include "stack/net/tcp_seg.h"
+
+#define OUR_IP 0x0a000002u
+#define PEER_IP 0x0a000001u
+static const uint8_t our_mac[6] = {0x02, 0, 0, 0, 0, 0x02};
+static const uint8_t peer_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
+
+static struct {
+	uint8_t f[8][1600];
+	uint32_t len[8];
+	int n;
+} cap;
+
+static void cap_tx(void *arg, const uint8_t *frame, uint32_t len)
+{
+	(void)arg;
+	ck_assert_int_lt(cap.n, 8);
+	ck_assert_uint_le(len, sizeof(cap.f[0]));
+	memcpy(cap.f[cap.n], frame, len);
+	cap.len[cap.n++] = len;
+}
+
+static void host(struct iwn_net *net)
+{
+	struct iwn_net_cfg cfg;
+	iwn_net_cfg_default(&cfg);
+	memcpy(cfg.mac, our_mac, 6);
+	cfg.ip = OUR_IP;
+	cfg.tx = cap_tx;
+	ck_assert_int_eq(iwn_net_init(net, &cfg), 0);
+	memset(&cap, 0, sizeof(cap));
+}
+
+static uint32_t arp_frame(uint8_t *f, uint16_t oper, const uint8_t *dst, uint32_t spa, uint32_t tpa)
+{
+	memset(f, 0, 60);
+	iwn_eth_build(f, dst, peer_mac, IWN_ETHERTYPE_ARP);
+	struct iwn_arp_pkt a = {.oper = oper, .spa = spa, .tpa = tpa};
+	memcpy(a.sha, peer_mac, 6);
+	if (oper == IWN_ARP_REPLY)
+		memcpy(a.tha, our_mac, 6);
+	iwn_arp_build(f + 14, &a);
+	return 60;
+}
+
+/* An IPv4 frame from the peer carrying payload (already built). */
+static uint32_t ip_frame(uint8_t *f, uint8_t proto, const uint8_t *payload, uint32_t plen)
+{
+	iwn_eth_build(f, our_mac, peer_mac, IWN_ETHERTYPE_IPV4);
+	iwn_ip4_build(f + 14, PEER_IP, OUR_IP, proto, 7, 64, (uint16_t)plen);
+	memcpy(f + 34, payload, plen);
+	return 34 + plen;
+}
+
+START_TEST(test_arp_reply)
+{
+	struct iwn_net net;
+	host(&net);
+	uint8_t f[60];
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REQUEST, iwn_eth_broadcast, PEER_IP, OUR_IP), 1000);
+	ck_assert_int_eq(cap.n, 1);
+	const uint8_t want[42] = {
+		0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x08, 0x06, /* Ethernet */
+		0x00, 0x01, 0x08, 0x00, 0x06, 0x04, 0x00, 0x02,              /* ARP reply */
+		0x02, 0, 0, 0, 0, 0x02, 0x0a, 0x00, 0x00, 0x02,             /* we */
+		0x02, 0, 0, 0, 0, 0x01, 0x0a, 0x00, 0x00, 0x01,             /* they */
+	};
+	ck_assert_uint_eq(cap.len[0], 60);
+	ck_assert_mem_eq(cap.f[0], want, 42);
+	/* The requester was learned (the request was for us). */
+	ck_assert_mem_eq(iwn_arp_lookup(&net.arp, PEER_IP, 1000), peer_mac, 6);
+	/* A request for another address: no answer, nothing learned. */
+	cap.n = 0;
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REQUEST, iwn_eth_broadcast, 0x0a000005, 0x0a000009), 1000);
+	ck_assert_int_eq(cap.n, 0);
+	ck_assert_ptr_null(iwn_arp_lookup(&net.arp, 0x0a000005, 1000));
+	ck_assert_uint_eq(net.stats.arp_replies_sent, 1);
+	iwn_net_fini(&net);
+}
+END_TEST
+
+static uint32_t echo_request(uint8_t *f)
+{
+	uint8_t m[] = {0x08, 0x00, 0x21, 0x04, 0x12, 0x34, 0x00, 0x01, 'a', 'b', 'c', 'd'};
+	return ip_frame(f, IWN_IPPROTO_ICMP, m, sizeof(m));
+}
+
+START_TEST(test_icmp_echo_with_arp)
+{
+	struct iwn_net net;
+	host(&net);
+	uint8_t f[128];
+	/* Unknown sender: the reply waits for ARP. */
+	iwn_net_input(&net, f, echo_request(f), 1000);
+	ck_assert_int_eq(cap.n, 1);
+	ck_assert_uint_eq(cap.f[0][12], 0x08);
+	ck_assert_uint_eq(cap.f[0][13], 0x06);
+	ck_assert_mem_eq(cap.f[0], iwn_eth_broadcast, 6);
+	ck_assert_uint_eq(cap.f[0][21], IWN_ARP_REQUEST);
+	ck_assert_uint_eq(iwn_arp_next_deadline(&net.arp), 1000 + net.cfg.arp_retry_us);
+	/* The reply flushes the queued echo reply. */
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REPLY, our_mac, PEER_IP, OUR_IP), 2000);
+	ck_assert_int_eq(cap.n, 2);
+	const uint8_t *r = cap.f[1];
+	ck_assert_mem_eq(r, peer_mac, 6);
+	ck_assert_uint_eq(cap.len[1], 34 + 12);
+	struct iwn_ip4 ip;
+	ck_assert_int_eq(iwn_ip4_parse(r + 14, cap.len[1] - 14, &ip), 0);
+	ck_assert_uint_eq(ip.src, OUR_IP);
+	ck_assert_uint_eq(ip.dst, PEER_IP);
+	ck_assert_uint_eq(ip.proto, IWN_IPPROTO_ICMP);
+	const uint8_t want[] = {0x00, 0x00, 0x29, 0x04, 0x12, 0x34, 0x00, 0x01, 'a', 'b', 'c', 'd'};
+	ck_assert_mem_eq(r + 34, want, sizeof(want));
+	/* Known now: the next echo is answered at once. */
+	iwn_net_input(&net, f, echo_request(f), 3000);
+	ck_assert_int_eq(cap.n, 3);
+	ck_assert_uint_eq(net.stats.icmp_echo_replies, 2);
+	iwn_net_fini(&net);
+}
+END_TEST
+
+START_TEST(test_arp_gives_up)
+{
+	struct iwn_net net;
+	host(&net);
+	uint8_t f[128];
+	iwn_net_input(&net, f, echo_request(f), 0);
+	ck_assert_int_eq(cap.n, 1);
+	for (uint64_t t = 0; t <= 10 * net.cfg.arp_retry_us; t += 1000) {
+		if (iwn_net_next_deadline(&net) <= t)
+			iwn_net_timers(&net, t);
+	}
+	ck_assert_int_eq(cap.n, net.cfg.arp_tries); /* requests only */
+	ck_assert_uint_eq(net.arp.stats.resolve_failed, 1);
+	ck_assert_uint_eq(net.arp.stats.pending_dropped, 1);
+	ck_assert_uint_eq(iwn_net_next_deadline(&net), UINT64_MAX);
+	iwn_net_fini(&net);
+}
+END_TEST
+
+START_TEST(test_ip_drops)
+{
+	struct iwn_net net;
+	host(&net);
+	uint8_t f[128];
+	uint32_t n = echo_request(f);
+	/* Fragment (MF): counted and dropped. */
+	f[14 + 6] |= 0x20;
+	f[14 + 10] = f[14 + 11] = 0;
+	uint16_t c = iwn_cksum_fold(iwn_cksum_add(0, f + 14, 20));
+	f[14 + 10] = (uint8_t)(c >> 8);
+	f[14 + 11] = (uint8_t)c;
+	iwn_net_input(&net, f, n, 0);
+	ck_assert_uint_eq(net.stats.ip_frags, 1);
+	/* Bad header checksum. */
+	n = echo_request(f);
+	f[14 + 8] ^= 1;
+	iwn_net_input(&net, f, n, 0);
+	ck_assert_uint_eq(net.stats.ip_bad_csum, 1);
+	/* Another destination MAC, another IP, another ethertype. */
+	n = echo_request(f);
+	f[0] ^= 0x10;
+	iwn_net_input(&net, f, n, 0);
+	ck_assert_uint_eq(net.stats.rx_not_for_us, 1);
+	n = echo_request(f);
+	iwn_ip4_build(f + 14, PEER_IP, OUR_IP + 1, IWN_IPPROTO_ICMP, 1, 64, (uint16_t)(n - 34));
+	iwn_net_input(&net, f, n, 0);
+	ck_assert_uint_eq(net.stats.ip_not_for_us, 1);
+	n = echo_request(f);
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	iwn_net_input(&net, f, n, 0);
+	ck_assert_uint_eq(net.stats.rx_unknown_type, 1);
+	iwn_net_input(&net, f, 10, 0);
+	ck_assert_uint_eq(net.stats.rx_bad, 1);
+	ck_assert_int_eq(cap.n, 0);
+	iwn_net_fini(&net);
+}
+END_TEST
+
+static uint32_t tcp_frame(uint8_t *f, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t dport, uint32_t plen)
+{
+	uint8_t seg[64];
+	memset(seg, 0, sizeof(seg));
+	struct iwn_tcp_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.sport = 40000;
+	h.dport = dport;
+	h.seq = seq;
+	h.ack = ack;
+	h.flags = flags;
+	h.win = 1000;
+	size_t hl = iwn_tcp_build(seg, &h);
+	iwn_tcp_set_csum(seg, hl + plen, PEER_IP, OUR_IP);
+	return ip_frame(f, IWN_IPPROTO_TCP, seg, (uint32_t)hl + plen);
+}
+
+START_TEST(test_tcp_resets)
+{
+	struct iwn_net net;
+	host(&net);
+	uint8_t f[128];
+	/* Known peer, so the reset leaves at once. */
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REQUEST, iwn_eth_broadcast, PEER_IP, OUR_IP), 0);
+	cap.n = 0;
+	iwn_net_input(&net, f, tcp_frame(f, IWN_TCP_SYN, 1000, 0, 80, 0), 0);
+	ck_assert_int_eq(cap.n, 1);
+	struct iwn_tcp_hdr h;
+	ck_assert_int_eq(iwn_tcp_parse(cap.f[0] + 34, cap.len[0] - 34, OUR_IP, PEER_IP, &h), 0);
+	ck_assert_uint_eq(h.flags, IWN_TCP_RST | IWN_TCP_ACK);
+	ck_assert_uint_eq(h.seq, 0);
+	ck_assert_uint_eq(h.ack, 1001);
+	ck_assert_uint_eq(h.sport, 80);
+	ck_assert_uint_eq(h.dport, 40000);
+	/* With ACK: seq = the segment's ACK, no ACK bit; data counts. */
+	iwn_net_input(&net, f, tcp_frame(f, IWN_TCP_ACK, 5000, 777, 80, 4), 0);
+	ck_assert_int_eq(cap.n, 2);
+	ck_assert_int_eq(iwn_tcp_parse(cap.f[1] + 34, cap.len[1] - 34, OUR_IP, PEER_IP, &h), 0);
+	ck_assert_uint_eq(h.flags, IWN_TCP_RST);
+	ck_assert_uint_eq(h.seq, 777);
+	/* A reset is never answered; a bad checksum is counted. */
+	iwn_net_input(&net, f, tcp_frame(f, IWN_TCP_RST, 5000, 0, 80, 0), 0);
+	ck_assert_int_eq(cap.n, 2);
+	uint32_t n = tcp_frame(f, IWN_TCP_SYN, 1, 0, 80, 0);
+	f[34 + 4] ^= 1;
+	iwn_net_input(&net, f, n, 0);
+	ck_assert_int_eq(cap.n, 2);
+	ck_assert_uint_eq(net.stats.tcp_bad_csum, 1);
+	ck_assert_uint_eq(net.stats.tcp_resets_sent, 2);
+	/* A listener answers a SYN with a SYN-ACK instead. */
+	ck_assert_int_eq(iwn_net_listen(&net, 80, 1), 0);
+	ck_assert_int_eq(iwn_net_listen(&net, 80, 1), -EADDRINUSE);
+	iwn_net_input(&net, f, tcp_frame(f, IWN_TCP_SYN, 1000, 0, 80, 0), 0);
+	ck_assert_int_eq(cap.n, 3);
+	ck_assert_int_eq(iwn_tcp_parse(cap.f[2] + 34, cap.len[2] - 34, OUR_IP, PEER_IP, &h), 0);
+	ck_assert_uint_eq(h.flags, IWN_TCP_SYN | IWN_TCP_ACK);
+	ck_assert_uint_eq(h.ack, 1001);
+	ck_assert(h.opt.has_mss && h.opt.mss == 1460);
+	ck_assert(!h.opt.has_ws); /* the SYN did not offer it */
+	ck_assert_uint_eq(iwn_net_conn_count(&net), 1);
+	ck_assert_ptr_null(iwn_net_accept(&net, 80)); /* not established yet */
+	/* Backlog 1: a second SYN from another port is dropped. */
+	uint8_t seg[20];
+	struct iwn_tcp_hdr s2 = {.sport = 40001, .dport = 80, .seq = 9, .flags = IWN_TCP_SYN, .win = 100};
+	iwn_tcp_build(seg, &s2);
+	iwn_tcp_set_csum(seg, 20, PEER_IP, OUR_IP);
+	iwn_net_input(&net, f, ip_frame(f, IWN_IPPROTO_TCP, seg, 20), 0);
+	ck_assert_uint_eq(net.stats.tcp_syn_dropped, 1);
+	/* The handshake completes with the ACK. */
+	iwn_net_input(&net, f, tcp_frame(f, IWN_TCP_ACK, 1001, h.seq + 1, 80, 0), 10);
+	struct iwn_tcp_conn *c = iwn_net_accept(&net, 80);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->state, IWN_TCP_ESTABLISHED);
+	ck_assert_uint_eq(c->snd_wnd, 1000);
+	ck_assert_uint_eq(c->eff_mss, 536); /* no MSS option: RFC 9293 default */
+	iwn_net_release(&net, c, 20); /* aborts: RST */
+	ck_assert_int_eq(iwn_tcp_parse(cap.f[cap.n - 1] + 34, cap.len[cap.n - 1] - 34, OUR_IP, PEER_IP, &h), 0);
+	ck_assert(h.flags & IWN_TCP_RST);
+	ck_assert_uint_eq(iwn_net_conn_count(&net), 0);
+	iwn_net_fini(&net);
+}
+END_TEST
+
+static void sink_tx(void *arg, const uint8_t *frame, uint32_t len)
+{
+	(void)frame;
+	*(uint64_t *)arg += len;
+}
+
+/* Random frames: valid Ethernet and IPv4 around random TCP/ICMP/ARP
+ * bodies, checksums mostly right so the parsers and the state machine
+ * see them. Must not crash (ASan build), and the table stays bounded. */
+START_TEST(test_random_frames)
+{
+	struct iwn_net net;
+	struct iwn_net_cfg cfg;
+	iwn_net_cfg_default(&cfg);
+	memcpy(cfg.mac, our_mac, 6);
+	cfg.ip = OUR_IP;
+	cfg.max_conns = 8;
+	uint64_t out_bytes = 0;
+	cfg.tx = sink_tx;
+	cfg.tx_arg = &out_bytes;
+	ck_assert_int_eq(iwn_net_init(&net, &cfg), 0);
+	ck_assert_int_eq(iwn_net_listen(&net, 80, 4), 0);
+	uint64_t st = iwt_seed();
+	uint8_t f[1600];
+	uint64_t now = 0;
+	for (int i = 0; i < 30000; i++) {
+		now += iwt_rand_range(&st, 0, 50000);
+		uint32_t body = (uint32_t)iwt_rand_range(&st, 0, 120);
+		uint8_t b[128];
+		iwt_fill_random(&st, b, body);
+		uint32_t kind = (uint32_t)(iwt_rand(&st) % 4), n;
+		if (kind == 0) {
+			n = arp_frame(f, (uint16_t)iwt_rand_range(&st, 1, 2), iwn_eth_broadcast,
+				      PEER_IP + (uint32_t)(iwt_rand(&st) % 3), OUR_IP - 1 + (uint32_t)(iwt_rand(&st) % 3));
+		} else if (kind == 1 && body >= 20) {
+			/* A TCP header to port 80 with random everything else. */
+			b[0] = 0x9c;
+			b[1] = (uint8_t)(iwt_rand(&st) % 4);
+			b[2] = 0;
+			b[3] = 80;
+			if (iwt_rand(&st) % 2)
+				b[12] = (uint8_t)((5 + iwt_rand(&st) % ((body - 20) / 4 + 1)) << 4);
+			if (iwt_rand(&st) % 3 == 0)
+				b[13] = IWN_TCP_SYN;
+			iwn_tcp_set_csum(b, body, PEER_IP, OUR_IP);
+			n = ip_frame(f, IWN_IPPROTO_TCP, b, body);
+		} else if (kind == 2) {
+			if (body >= 4) {
+				b[0] = IWN_ICMP_ECHO_REQUEST;
+				b[1] = 0;
+				b[2] = b[3] = 0;
+				uint16_t c = iwn_cksum_fold(iwn_cksum_add(0, b, body));
+				b[2] = (uint8_t)(c >> 8);
+				b[3] = (uint8_t)c;
+			}
+			n = ip_frame(f, IWN_IPPROTO_ICMP, b, body);
+		} else {
+			n = ip_frame(f, (uint8_t)iwt_rand(&st), b, body);
+			/* Now and then a broken IPv4 header (checksum fixed). */
+			f[14 + iwt_rand(&st) % 20] ^= (uint8_t)iwt_rand(&st);
+			f[24] = f[25] = 0;
+			uint16_t c = iwn_cksum_fold(iwn_cksum_add(0, f + 14, 20));
+			f[24] = (uint8_t)(c >> 8);
+			f[25] = (uint8_t)c;
+		}
+		/* Sometimes truncated. */
+		if (iwt_rand(&st) % 8 == 0)
+			n = (uint32_t)iwt_rand_range(&st, 0, n);
+		iwn_net_input(&net, f, n, now);
+		if (iwn_net_next_deadline(&net) <= now)
+			iwn_net_timers(&net, now);
+		struct iwn_tcp_conn *c = iwn_net_accept(&net, 80);
+		if (c && iwt_rand(&st) % 2)
+			iwn_net_release(&net, c, now);
+		ck_assert_uint_le(iwn_net_conn_count(&net), 8);
+	}
+	ck_assert_uint_gt(out_bytes, 0);
+	iwn_net_fini(&net);
+}
+END_TEST
+
+static Suite *host_suite(void)
+{
+	Suite *s = suite_create("net_host");
+	TCase *t = tcase_create("host");
+	tcase_add_test(t, test_arp_reply);
+	tcase_add_test(t, test_icmp_echo_with_arp);
+	tcase_add_test(t, test_arp_gives_up);
+	tcase_add_test(t, test_ip_drops);
+	tcase_add_test(t, test_tcp_resets);
+	tcase_add_test(t, test_random_frames);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	return iwt_run_suite(host_suite());
+}
