@@ -46,6 +46,8 @@ struct iw_rawdev_user {
 struct iw_rawdev_stats {
 	uint64_t polls, frames_in, timer_runs;
 	uint64_t tx_dropped; /* transmit ring still full after a flush */
+	/* Raw transports on this device: FPDUs placed out of order. */
+	uint64_t ooo_fpdus_placed, ooo_bytes_placed;
 };
 
 struct iw_rawdev {
