@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "../../ddp/ddp_wire.h"
-#include "../../mpa/crc32c.h"
 #include "../../mpa/mpa_tx.h"
 #include "../../rdmap/rdmap_wire.h"
 
@@ -68,64 +67,23 @@ uint32_t iw_raw_mulpdu(const struct iwn_tcp_conn *c, bool markers_tx, uint32_t m
 /* ------------------------------------------------------------------ */
 /* Out-of-order placement                                              */
 
-static uint16_t be16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 /* Payload the TCP core accepted ahead of a hole, at stream offset off. */
 static void rt_ooo(void *arg, struct iwn_tcp_conn *c, uint64_t off, const uint8_t *p, uint32_t len)
 {
 	struct raw_transport *t = arg;
 	(void)c;
 	(void)off; /* the peer's FPDU boundaries are unknown: the CRC decides */
-	t->st.ooo_calls++;
-	t->st.ooo_bytes += len;
 	struct iw_rdmap_conn *rc = t->base.qp ? rt_conn(t) : NULL;
-	if (!t->place_ooo || t->state != RT_OPEN || !rc || rc->state != IW_RDMAP_ST_RTS || !rc->cfg.crc ||
-	    rc->cfg.markers_rx) {
+	uint64_t before = t->st.ooo_bytes_placed, fpdus = t->st.ooo_fpdus_placed;
+	if (!t->place_ooo || t->state != RT_OPEN || !rc) {
+		t->st.ooo_calls++;
+		t->st.ooo_bytes += len;
 		t->st.ooo_skipped++;
 		return;
 	}
-	uint16_t max_ulpdu = rc->cfg.max_ulpdu_rx ? rc->cfg.max_ulpdu_rx : IW_MPA_ULPDU_MAX;
-	while (len >= IW_MPA_LEN_FIELD) {
-		unsigned ulen = be16(p), flen = iw_mpa_fpdu_len(ulen);
-		if (flen > len) {
-			t->st.ooo_partial++;
-			return;
-		}
-		if (ulen > max_ulpdu ||
-		    iw_crc32c(p, flen - IW_MPA_CRC_LEN) != iw_crc32c_get_wire(p + flen - IW_MPA_CRC_LEN)) {
-			t->st.ooo_bad_crc++;
-			return; /* no boundary we can trust: stop here */
-		}
-		struct iw_ddp_hdr h;
-		size_t hl = iw_ddp_hdr_decode(p + IW_MPA_LEN_FIELD, ulen, &h);
-		/* Only what the engine would place without further state: a
-		 * valid tagged RDMA WRITE segment. Everything else waits for the
-		 * in-order path (which also reports any error). */
-		if (hl && h.tagged && h.version == IW_DDP_VERSION && h.rsvd == 0 &&
-		    (h.ulp_ctrl >> IW_RDMAP_CTRL_RV_SHIFT) == IW_RDMAP_VERSION &&
-		    (h.ulp_ctrl & IW_RDMAP_CTRL_OPCODE_MASK) == IW_OP_WRITE) {
-			size_t plen = ulen - hl;
-			uint8_t *dst = NULL;
-			if (rc->ops.stag(rc->ctx, h.stag, h.to, plen, IW_RDMAP_ACC_REMOTE_WRITE, &dst) == IW_STAG_OK &&
-			    (dst || plen == 0)) {
-				if (plen)
-					memcpy(dst, p + IW_MPA_LEN_FIELD + hl, plen);
-				t->st.ooo_fpdus_placed++;
-				t->st.ooo_bytes_placed += plen;
-				t->dev->st.ooo_fpdus_placed++;
-				t->dev->st.ooo_bytes_placed += plen;
-			} else {
-				t->st.ooo_skipped++;
-			}
-		} else {
-			t->st.ooo_skipped++;
-		}
-		p += flen;
-		len -= flen;
-	}
+	iw_raw_ooo_place(rc, p, len, &t->st);
+	t->dev->st.ooo_fpdus_placed += t->st.ooo_fpdus_placed - fpdus;
+	t->dev->st.ooo_bytes_placed += t->st.ooo_bytes_placed - before;
 }
 
 /* ------------------------------------------------------------------ */
