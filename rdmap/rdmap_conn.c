@@ -394,6 +394,21 @@ void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, const void *addr, size_t l
 	}
 }
 
+bool iw_rdmap_tx_reads_from(const struct iw_rdmap_conn *c, const void *addr, size_t len)
+{
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+
+	for (uint32_t i = c->ird_head; i != c->ird_tail; i++) {
+		const struct iw_rdmap_ird_entry *e = &c->mem.ird[i % c->mem.n_ird];
+		if (e->state == IRD_FREE || e->state == IRD_RECEIVING || !e->src || !e->req.size)
+			continue;
+		uintptr_t s = (uintptr_t)e->src;
+		if (s < hi && s + e->req.size > lo)
+			return true;
+	}
+	return false;
+}
+
 size_t iw_rdmap_rx_feed(struct iw_rdmap_conn *c, const void *data, size_t len)
 {
 	const uint8_t *p = data;

@@ -293,6 +293,13 @@ void iw_rdmap_rx_commit(struct iw_rdmap_conn *c, size_t n);
  * existing under the peer's WRITE. Nothing is ever written there again. */
 void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, const void *addr, size_t len);
 
+/* Whether an inbound RDMA READ held by the engine (waiting to be answered,
+ * or with Read Response bytes not yet all acknowledged by the transport)
+ * reads from memory overlapping [addr, addr + len). While it does, that
+ * memory must stay valid: the engine reads it when it builds and the
+ * transport when it writes the response FPDUs. */
+bool iw_rdmap_tx_reads_from(const struct iw_rdmap_conn *c, const void *addr, size_t len);
+
 /* Report a violation detected outside the engine (e.g. the transport lost
  * the stream): queue the Terminate and stop. */
 void iw_rdmap_fail(struct iw_rdmap_conn *c, struct iw_term_cause cause);

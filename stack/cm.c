@@ -6,7 +6,8 @@
  * behind it is left for the transport) -> iw_mpa_initiator_check ->
  * ESTABLISHED / REJECTED / CONNECT_ERROR. The whole exchange is bounded
  * by the connect timeout (default 10 s, like siw).
- * Passive side: accept() -> read the Request within 5 s (like siw; bytes
+ * Passive side: accept() -> read the Request within 5 s (like siw, or
+ * iw_listen_param.request_timeout_ms; bytes
  * behind it are a protocol error since the initiator must wait for our
  * Reply) -> CONNECT_REQUEST -> iw_cm_accept / iw_cm_reject. Connections
  * still in that exchange count against the listen backlog; more are reset.
@@ -28,10 +29,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CM_REQ_TIMEOUT_MS 5000      /* passive: Request must arrive within (siw) */
 #define CM_CONNECT_TIMEOUT_MS 10000 /* active default: TCP connect + Reply (siw) */
 #define CM_FIRST_FPDU_DELAY_MS 20   /* see iw_conn_param.first_fpdu_delay_ms */
-#define CM_DEFAULT_BACKLOG 64
+#define CM_MIN_DEAD_PEER_MS 100
 #define CM_IRD_ORD_DEFAULT 16
 #define CM_MIN_ULPDU 64
 
@@ -195,10 +195,13 @@ static void cm_fail_close(struct iw_cm_id *id, int status, bool abortive)
 	if (id->qp && id->qp->cm_id == id)
 		id->qp->cm_id = NULL;
 	id->qp = NULL;
-	if (id->app_owned || id->req_queued)
+	if (id->app_owned)
 		cm_queue(id, IW_CM_EVENT_CONNECT_ERROR, status, NULL, 0);
 	else
-		cm_id_free(id); /* a passive id nobody heard of yet */
+		cm_id_free(id); /* a passive id nobody heard of yet: its queued
+				 * CONNECT_REQUEST goes too, so peers that send a
+				 * Request and leave cannot pile up ids and events
+				 * beyond the backlog while the application is slow */
 }
 
 static void cm_fail(struct iw_cm_id *id, int status)
@@ -300,6 +303,12 @@ static int cm_settings(struct iw_cm_id *id, const struct iw_conn_param *p, bool 
 	if (p->max_ulpdu && (p->max_ulpdu < CM_MIN_ULPDU || p->max_ulpdu > IW_MPA_ULPDU_MAX))
 		return -EINVAL;
 	id->max_ulpdu = p->max_ulpdu;
+	if (p->max_ulpdu_rx && (p->max_ulpdu_rx < CM_MIN_ULPDU || p->max_ulpdu_rx > IW_MPA_ULPDU_MAX))
+		return -EINVAL;
+	id->max_ulpdu_rx = p->max_ulpdu_rx;
+	if (p->dead_peer_timeout_ms < 0 || (p->dead_peer_timeout_ms > 0 && p->dead_peer_timeout_ms < CM_MIN_DEAD_PEER_MS))
+		return -EINVAL;
+	id->dead_peer_ms = (uint32_t)p->dead_peer_timeout_ms;
 	if (p->timeout_ms < 0)
 		return -EINVAL;
 	id->timeout_ms = p->timeout_ms ? p->timeout_ms : CM_CONNECT_TIMEOUT_MS;
@@ -377,6 +386,25 @@ void iw_cm_qp_gone(struct iw_qp *qp)
 /* ------------------------------------------------------------------ */
 /* Establishing                                                        */
 
+/* Dead-peer detection: unacknowledged data fails after ms
+ * (TCP_USER_TIMEOUT, which also bounds keepalive); a silent idle peer is
+ * probed after max(1 s, ms / 3), then at that interval. */
+static int cm_dead_peer_opts(int fd, uint32_t ms)
+{
+	unsigned ut = ms;
+	int one = 1, secs = (int)(ms / 3000u), cnt = 3;
+
+	if (secs < 1)
+		secs = 1;
+	if (setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof(secs)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof(secs)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0)
+		return -1;
+	return 0;
+}
+
 /* The MPA exchange succeeded: hand the socket to a transport and start
  * the QP. */
 static void cm_establish(struct iw_cm_id *id, bool initiator, const void *peer_pd, uint16_t peer_pd_len)
@@ -390,7 +418,7 @@ static void cm_establish(struct iw_cm_id *id, bool initiator, const void *peer_p
 		.ird = o->ird,
 		.ord = o->ord,
 		.mulpdu = iw_tcp_mulpdu(id->watch.fd, o->markers_tx, id->max_ulpdu),
-		.max_ulpdu_rx = 0,
+		.max_ulpdu_rx = (uint16_t)id->max_ulpdu_rx, /* checked <= 65535; 0: the maximum */
 	};
 	struct iw_tcp_cfg tc = {
 		.fd = id->watch.fd,
@@ -415,6 +443,10 @@ static void cm_establish(struct iw_cm_id *id, bool initiator, const void *peer_p
 		iw_ctx_watch_del(id->ctx, &id->watch);
 	id->watching = false;
 	iw_ctx_timer_cancel(id->ctx, &id->timer);
+	if (id->dead_peer_ms && cm_dead_peer_opts(id->watch.fd, id->dead_peer_ms) < 0) {
+		cm_fail(id, -errno);
+		return;
+	}
 
 	t = iw_tcp_transport_create(id->ctx, qp, &tc);
 	if (!t) {
@@ -568,9 +600,20 @@ out:
 
 int iw_cm_listen(struct iw_cm_id *id, const struct sockaddr *addr, int backlog)
 {
+	struct iw_listen_param p = { .backlog = backlog };
+
+	return iw_cm_listen_param(id, addr, &p);
+}
+
+int iw_cm_listen_param(struct iw_cm_id *id, const struct sockaddr *addr, const struct iw_listen_param *param)
+{
+	static const struct iw_listen_param defaults = { 0 };
 	int fd, one = 1, rc;
 
-	if (!id || !addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+	if (!param)
+		param = &defaults;
+	if (!id || !addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
+	    param->request_timeout_ms < 0)
 		return -EINVAL;
 	iw_ctx_lock(id->ctx);
 	if (id->state != CM_IDLE) {
@@ -582,7 +625,10 @@ int iw_cm_listen(struct iw_cm_id *id, const struct sockaddr *addr, int backlog)
 		rc = -errno;
 		goto out;
 	}
-	id->backlog = backlog > 0 ? backlog : CM_DEFAULT_BACKLOG;
+	id->backlog = param->backlog <= 0 ? IW_CM_BACKLOG_DEFAULT
+		      : param->backlog > IW_CM_BACKLOG_MAX ? IW_CM_BACKLOG_MAX : param->backlog;
+	id->req_timeout_ms = param->request_timeout_ms ? (uint32_t)param->request_timeout_ms
+						       : IW_CM_REQUEST_TIMEOUT_DEFAULT;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 || bind(fd, addr, sa_len(addr)) < 0 ||
 	    listen(fd, id->backlog) < 0) {
 		rc = -errno;
@@ -642,7 +688,7 @@ static void cm_on_accept(struct iw_cm_id *l)
 			cm_id_free(c);
 			continue;
 		}
-		iw_ctx_timer_arm(c->ctx, &c->timer, CM_REQ_TIMEOUT_MS);
+		iw_ctx_timer_arm(c->ctx, &c->timer, l->req_timeout_ms);
 	}
 }
 
@@ -667,7 +713,6 @@ static void cm_on_request_bytes(struct iw_cm_id *id)
 	}
 	iw_ctx_timer_cancel(id->ctx, &id->timer);
 	id->state = CM_REQ_RECEIVED;
-	id->req_queued = true;
 	cm_queue(id, IW_CM_EVENT_CONNECT_REQUEST, 0, id->req.pdata, id->req.pdata_len);
 }
 
@@ -742,6 +787,10 @@ out:
  * frame at once (seen about 1 in 4). Owned by the context, so the id can
  * go away meanwhile. */
 #define CM_REJECT_LINGER_MS 1000
+/* At most this many at once per context: a peer that floods connections
+ * the application rejects and never closes them must not pin sockets
+ * (beyond this, the FIN follows the reject frame at once). */
+#define CM_MAX_LINGERS 64
 struct iw_cm_linger {
 	struct iw_watch watch;
 	struct iw_timer timer;
@@ -790,9 +839,18 @@ void iw_cm_lingers_free(struct iw_context *ctx)
 		linger_close(ctx->lingers);
 }
 
+static uint32_t cm_n_lingers(const struct iw_context *ctx)
+{
+	uint32_t n = 0;
+
+	for (const struct iw_cm_linger *l = ctx->lingers; l && n < CM_MAX_LINGERS; l = l->next)
+		n++;
+	return n;
+}
+
 static void cm_reject_done(struct iw_cm_id *id)
 {
-	struct iw_cm_linger *l = calloc(1, sizeof(*l));
+	struct iw_cm_linger *l = cm_n_lingers(id->ctx) < CM_MAX_LINGERS ? calloc(1, sizeof(*l)) : NULL;
 
 	if (l && id->watch.fd >= 0) {
 		if (id->watching)
@@ -814,7 +872,7 @@ static void cm_reject_done(struct iw_cm_id *id)
 		}
 	}
 	free(l);
-	/* Without a linger (no memory): FIN right behind the frame. */
+	/* Without a linger (no memory, or too many): FIN right behind the frame. */
 	cm_close_fd(id, false);
 	cm_child_unlink(id);
 	id->state = CM_DONE;

@@ -43,7 +43,6 @@ struct iw_cm_id {
 	void *context;
 	enum cm_state state;
 	bool app_owned; /* the application knows this id (created it or fetched its request) */
-	bool req_queued; /* passive: its CONNECT_REQUEST was queued */
 	struct iw_watch watch;
 	bool watching;
 	struct iw_timer timer;
@@ -52,6 +51,7 @@ struct iw_cm_id {
 
 	/* listener */
 	int backlog;
+	uint32_t req_timeout_ms;    /* MPA Request deadline for children */
 	uint32_t n_pending;         /* children still in the MPA exchange */
 	struct iw_cm_id *children;  /* not yet accepted/rejected by the application */
 	/* child */
@@ -62,6 +62,8 @@ struct iw_cm_id {
 	struct iw_qp *qp;
 	struct iw_mpa_settings settings;
 	uint32_t max_ulpdu;
+	uint32_t max_ulpdu_rx;      /* 0: 65535 */
+	uint32_t dead_peer_ms;      /* 0: kernel defaults */
 	int timeout_ms;
 	uint32_t first_fpdu_delay_ms; /* initiator: hold the first FPDU this long */
 	struct iw_mpa_frame req; /* sent (active) or received (passive) */

@@ -7,6 +7,11 @@
  * (until the 8-bit key space comes round, which randomness spreads out).
  * The TO space of a region is its virtual address, like siw.
  *
+ * Deregistration and re-registration fail with -EBUSY while posted WRs
+ * reference the region or a peer's RDMA READ is still being answered from
+ * its memory (the response is sent zero copy); destroying or disconnecting
+ * the QP ends the latter.
+ *
  * Lookup order: existence/key/validity (IW_STAG_INVALID), PD
  * (IW_STAG_NOT_ASSOC), access rights (IW_STAG_ACCESS), bounds
  * (IW_STAG_BOUNDS). Rights before bounds: a region the peer may not
@@ -134,6 +139,17 @@ static uint8_t new_key(struct iw_context *ctx, uint32_t idx)
 	return key;
 }
 
+/* A peer's RDMA READ is still being answered from this memory on a QP
+ * whose transport may write: the memory must not go away yet (the
+ * response FPDUs are gathered from it, zero copy). */
+static bool read_response_pending(struct iw_context *ctx, const void *addr, size_t len)
+{
+	for (struct iw_qp *qp = ctx->qps; qp; qp = qp->ctx_next)
+		if (qp->connected && !qp->shut && iw_rdmap_tx_reads_from(&qp->conn, addr, len))
+			return true;
+	return false;
+}
+
 static int check_reg(void *addr, size_t length, unsigned access)
 {
 	if (access & ~(unsigned)(IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ))
@@ -195,8 +211,9 @@ int iw_rereg_mr(struct iw_mr *mr, void *addr, size_t length, unsigned access)
 		return rc;
 	struct iw_context *ctx = mr->pd->ctx;
 	iw_ctx_lock(ctx);
-	if (mr->in_use) {
-		/* Posted WRs hold iovecs into the old region. */
+	if (mr->in_use || read_response_pending(ctx, mr->addr, mr->length)) {
+		/* Posted WRs, or a Read Response being sent, hold iovecs into
+		 * the old region. */
 		iw_ctx_unlock(ctx);
 		return -EBUSY;
 	}
@@ -217,7 +234,7 @@ int iw_dereg_mr(struct iw_mr *mr)
 		return -EINVAL;
 	struct iw_context *ctx = mr->pd->ctx;
 	iw_ctx_lock(ctx);
-	if (mr->in_use) {
+	if (mr->in_use || read_response_pending(ctx, mr->addr, mr->length)) {
 		iw_ctx_unlock(ctx);
 		return -EBUSY;
 	}

@@ -541,11 +541,21 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 	return 0;
 }
 
+/* The peer's FIN is graceful only between messages: a stream that ends
+ * inside an FPDU or inside a SEND message lost data (an LLP failure,
+ * reported as (2,0,0x01) TCP stream lost). */
+static bool rx_mid_message(const struct iw_qp *qp)
+{
+	return !iw_mpa_rx_at_boundary(&qp->conn.mpa_rx) || qp->conn.mpa_rx.marker_have || qp->rx_cur;
+}
+
 void iw_qp_transport_closed(struct iw_qp *qp, int err)
 {
 	if (!qp || !qp->connected || qp->flushed)
 		return;
 	qp->shut = true; /* nothing left to shut down */
+	if (err == 0 && qp->state == IW_QPS_RTS && rx_mid_message(qp))
+		err = -EPIPE;
 	if (err == 0) {
 		if (qp->state == IW_QPS_RTS)
 			qp->state = IW_QPS_CLOSED;

@@ -564,14 +564,16 @@ static int run_lat_row(struct client *cl, uint32_t size)
 
 	cl->cur_size = size;
 	q->posted = q->done = 0;
-	if (o->duration > 0)
-		deadline = tc_now_ns() + (uint64_t)(o->duration * 1e9);
 	for (i = 0;; i++) {
 		struct iw_send_wr *bad;
 		uint64_t t0, t1;
 		int prc;
 
-		if (deadline ? (i >= LAT_WARMUP && tc_now_ns() >= deadline) : i >= LAT_WARMUP + iters)
+		/* -D counts from the end of the warm-up: a slow warm-up (the
+		 * first-FPDU delay, a loaded machine) must not eat the row. */
+		if (o->duration > 0 && i == LAT_WARMUP)
+			deadline = tc_now_ns() + (uint64_t)(o->duration * 1e9);
+		if (o->duration > 0 ? (deadline && tc_now_ns() >= deadline) : i >= LAT_WARMUP + iters)
 			break;
 		while (q->data_out > 0 || q->sends_total >= q->credit_limit)
 			if (pump(cl, 0))

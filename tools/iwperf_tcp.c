@@ -616,12 +616,14 @@ static int tcp_lat_row(struct tclient *t, uint32_t size)
 
 	if (in == NULL)
 		return -1;
-	if (o->duration > 0)
-		deadline = tc_now_ns() + (uint64_t)(o->duration * 1e9);
 	for (i = 0;; i++) {
 		uint64_t t0, t1;
 
-		if (deadline ? (i >= 8 && tc_now_ns() >= deadline) : i >= 8 + iters)
+		/* -D counts from the end of the warm-up: a slow warm-up (the
+		 * first-FPDU delay, a loaded machine) must not eat the row. */
+		if (o->duration > 0 && i == 8)
+			deadline = tc_now_ns() + (uint64_t)(o->duration * 1e9);
+		if (o->duration > 0 ? (deadline && tc_now_ns() >= deadline) : i >= 8 + iters)
 			break;
 		t0 = tc_now_ns();
 		if (spin_xfer(t, fd, t->buf, size, true) || spin_xfer(t, fd, in, size, false))

@@ -65,6 +65,24 @@ struct iw_conn_param {
 	 * its QP to RTS (seen: rping as server never saw our first SEND in
 	 * about half the runs without the wait). Costs once per connection. */
 	int first_fpdu_delay_ms;
+	/* Largest ULPDU (the FPDU without its length field, pad and CRC) we
+	 * accept from the peer; 0 means 65535, the MPA maximum; otherwise
+	 * 64..65535. A longer FPDU ends the connection with an MPA Terminate
+	 * (2,0,0x03): peers must keep their MULPDU below it (ours: max_ulpdu,
+	 * or the TCP MSS by default). */
+	uint32_t max_ulpdu_rx;
+	/* Dead-peer detection once established (peer gone without FIN/RST).
+	 * 0: off, the kernel's defaults (no keepalive: an idle connection to
+	 * a vanished peer is never noticed; unacknowledged data fails after
+	 * tcp_retries2, about 15 minutes). >0: the connection fails with
+	 * DISCONNECTED (status < 0, usually -ETIMEDOUT) and every outstanding
+	 * WR is flushed when data stays unacknowledged this long
+	 * (TCP_USER_TIMEOUT), or an idle peer stops answering keepalive
+	 * probes (started after max(1 s, timeout / 3) of silence, then every
+	 * max(1 s, timeout / 3)). A peer that is alive but keeps its receive
+	 * window shut for longer than this fails the same way (Linux applies
+	 * the user timeout to zero-window probing too). At least 100. */
+	int dead_peer_timeout_ms;
 };
 
 enum iw_cm_event_type {
@@ -102,8 +120,27 @@ int iw_cm_destroy_id(struct iw_cm_id *id);
 void *iw_cm_id_context(const struct iw_cm_id *id);
 void iw_cm_id_set_context(struct iw_cm_id *id, void *context);
 
-/* IPv4 or IPv6. backlog bounds connections waiting in the MPA exchange. */
+#define IW_CM_BACKLOG_DEFAULT 64
+#define IW_CM_BACKLOG_MAX 4096
+#define IW_CM_REQUEST_TIMEOUT_DEFAULT 5000 /* ms, like siw */
+
+/* IPv4 or IPv6. backlog bounds the pending connections of the listener:
+ * those still in the MPA exchange plus those whose CONNECT_REQUEST the
+ * application has not accepted or rejected yet (<= 0: 64; at most 4096,
+ * larger values are clamped). Connections beyond it are reset at once.
+ * An MPA Request must arrive within 5 s of the TCP accept, else the
+ * connection is reset (the application never hears of it). A connection
+ * whose peer leaves before the application fetched its CONNECT_REQUEST
+ * is dropped together with that event; after the fetch the id gets
+ * IW_CM_EVENT_CONNECT_ERROR instead. */
 int iw_cm_listen(struct iw_cm_id *id, const struct sockaddr *addr, int backlog);
+
+struct iw_listen_param {
+	int backlog;            /* as for iw_cm_listen */
+	int request_timeout_ms; /* MPA Request deadline; 0: 5000, else >= 1 */
+};
+/* iw_cm_listen with parameters (NULL: the defaults). */
+int iw_cm_listen_param(struct iw_cm_id *id, const struct sockaddr *addr, const struct iw_listen_param *param);
 /* The bound address (after listen with port 0). */
 int iw_cm_local_addr(const struct iw_cm_id *id, struct sockaddr_storage *out);
 int iw_cm_peer_addr(const struct iw_cm_id *id, struct sockaddr_storage *out);

@@ -85,9 +85,13 @@ enum iw_access {
 };
 
 int iw_reg_mr(struct iw_pd *pd, void *addr, size_t length, unsigned access, struct iw_mr **out);
-/* New address/length/access and a new key: the old STag stops matching. */
+/* New address/length/access and a new key: the old STag stops matching.
+ * -EBUSY in the same cases as iw_dereg_mr. */
 int iw_rereg_mr(struct iw_mr *mr, void *addr, size_t length, unsigned access);
-/* -EBUSY while a posted work request references the region. */
+/* -EBUSY while a posted work request references the region, or while a
+ * peer's RDMA READ is still being answered from it (Read Responses are
+ * sent from the region's memory without a copy; destroying, disconnecting
+ * or resetting that QP releases it). */
 int iw_dereg_mr(struct iw_mr *mr);
 
 /* The region's STag, used as both lkey and rkey; the region's TO space is
