@@ -59,7 +59,10 @@ static void step(struct app *a)
 			a->c->ooo_arg = a;
 		}
 	}
-	if (!a->c)
+	/* Nothing is queued before the handshake: a refused connect is retried
+	 * and must not have taken bytes. */
+	if (!a->c || a->c->state == IWN_TCP_SYN_SENT || a->c->state == IWN_TCP_SYN_RCVD ||
+	    (a->c->state == IWN_TCP_CLOSED && a->sent == 0))
 		return;
 	while (!a->shut && a->sent < a->bytes) {
 		uint64_t left = a->bytes - a->sent;
