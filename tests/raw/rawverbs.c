@@ -62,9 +62,11 @@ static int open_side(struct side *s, const char *ifname, uint32_t ip, const stru
 	s->ip = ip;
 	if ((rc = iw_rawdev_attach(s->dev, ctx)))
 		die("attach", rc);
-	if ((rc = iw_alloc_pd(ctx, &s->pd)) || (rc = iw_create_cq(ctx, 1024, NULL, &s->cq)))
+	/* Room for every WR posted at once: n WRITEs, n READs, one SEND. */
+	uint32_t n = (uint32_t)(total / CHUNK);
+	if ((rc = iw_alloc_pd(ctx, &s->pd)) || (rc = iw_create_cq(ctx, (int)(2 * n + 16), NULL, &s->cq)))
 		die("pd/cq", rc);
-	struct iw_qp_init_attr qa = { .send_cq = s->cq, .recv_cq = s->cq, .cap = { .max_send_wr = 128 } };
+	struct iw_qp_init_attr qa = { .send_cq = s->cq, .recv_cq = s->cq, .cap = { .max_send_wr = 2 * n + 1 } };
 	if ((rc = iw_create_qp(s->pd, &qa, &s->qp)))
 		die("qp", rc);
 	s->src = malloc(total);
@@ -190,7 +192,7 @@ int main(int argc, char **argv)
 		.drop_ppm = (uint32_t)arg_u64(argc, argv, "--drop", 0),
 		.reorder_ppm = (uint32_t)arg_u64(argc, argv, "--reorder", 0),
 	};
-	if (total < CHUNK || total % CHUNK)
+	if (total < CHUNK || total % CHUNK || total > (1024u << 20))
 		die("--mb", EINVAL);
 	struct iw_context *ctx;
 	int rc = iw_context_create(NULL, &ctx);
