@@ -42,6 +42,7 @@ struct iw_timer {
 };
 
 struct iw_trace;
+struct iw_rawdev;
 
 struct iw_context {
 	pthread_mutex_t lock;
@@ -81,6 +82,8 @@ struct iw_context {
 	 * everything they read before returning. Allocated with the first
 	 * transport. */
 	uint8_t *tcp_rx_stage;
+	/* IW_TRANSPORT_RAW: the raw device every connection uses (stack/raw). */
+	struct iw_rawdev *raw;
 };
 
 uint64_t iw_now_ms(void);
