@@ -66,7 +66,19 @@ int iw_ddp_tx_next(struct iw_ddp_tx_msg *m, size_t mulpdu, uint8_t *hdr, size_t 
 	remaining = m->len - m->off;
 	if (mulpdu < htot || (remaining > 0 && mulpdu - htot < 1))
 		return -EINVAL;
-	budget = mulpdu - htot < remaining ? mulpdu - htot : remaining;
+	budget = remaining;
+	if (remaining > mulpdu - htot) {
+		/* The fewest segments, of near-equal size (multiples of 4: no
+		 * pad but in the last), rather than full ones and a small
+		 * remainder: a tiny trailing FPDU costs the receiver an extra
+		 * read or a copy. Recomputed per segment, so the count still
+		 * drops by one each time. */
+		size_t cap = mulpdu - htot, nseg = (remaining + cap - 1) / cap;
+
+		budget = ((remaining + nseg - 1) / nseg + 3) & ~(size_t)3;
+		if (budget > cap)
+			budget = cap;
+	}
 
 	while (take < budget && idx < m->nsge) {
 		const struct iovec *v = &m->sgl[idx];

@@ -3,7 +3,9 @@
  * Cuts one ULP message into DDP segments that fit a MULPDU: sets T, L,
  * STag + TO (tagged, TO advancing per segment) or QN + MSN + MO
  * (untagged, MO advancing), and slices the message's payload iovecs
- * without copying. A zero-length message is one segment with L=1. */
+ * without copying. A zero-length message is one segment with L=1.
+ * A message longer than one MULPDU's payload is cut into the fewest
+ * segments, of near-equal size (multiples of 4 except possibly the last). */
 #ifndef IW_DDP_TX_H
 #define IW_DDP_TX_H
 

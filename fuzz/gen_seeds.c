@@ -1,6 +1,6 @@
 /* Writes the seed corpora: fuzz_gen_seeds <dir> creates
- * <dir>/fuzz_mpa_frame, fuzz_mpa_rx, fuzz_ddp_rdmap and fuzz_rdmap_conn
- * with a handful of valid inputs each (formats: see each fuzz_*.c). MPA frames
+ * <dir>/fuzz_mpa_frame, fuzz_mpa_rx, fuzz_ddp_rdmap, fuzz_rdmap_conn and
+ * fuzz_qp_live with a handful of valid inputs each (formats: see each fuzz_*.c). MPA frames
  * and siw's Terminate are spelled out from the facts sheet; FPDU streams
  * are built with the library's own transmit path (iw_mpa_tx_build), so
  * marker placement and CRCs match what it sends. */
@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "common/iw_bytes.h"
+#include "qp_live.h"
 #include "ddp/ddp_wire.h"
 #include "mpa/mpa_tx.h"
 #include "mpa/mpa_wire.h"
@@ -333,6 +334,207 @@ static void seeds_rdmap_conn(void)
 	conn_seed("peer_term", 0x04, false, true);
 }
 
+/* ---- fuzz_qp_live: header, the peer's MPA frame, control bytes, then
+ * the peer's FPDUs (qp_live.h). Every opcode, with and without CRC and
+ * markers, both roles, copy and zero-copy receive. */
+
+#define QPL_API(x) (QPL_CTL_API | (x))
+
+enum qpl_variant {
+	QV_PLAIN = 0,
+	QV_BAD_WRITE = 1, /* WRITE to the region just invalidated */
+	QV_PEER_TERM = 2, /* the peer ends with a Terminate */
+	QV_BAD_SEND = 4,  /* SEND with a wrong MSN */
+};
+
+static void qpl_stream(struct iw_mpa_tx *tx, struct buf *b, unsigned variant)
+{
+	uint8_t hdr[64];
+	size_t n;
+
+	n = untagged_hdr(hdr, IW_OP_SEND, true, IW_DDP_QN_SEND, 1, 0);
+	fpdu(tx, b, hdr, n, (const uint8_t *)"hello", 5);
+	n = tagged_hdr(hdr, IW_OP_WRITE, true, QPL_STAG(QPL_MR_RW), QPL_VA(QPL_OFF_RW) + 8);
+	fpdu(tx, b, hdr, n, payload, 100);
+	n = tagged_hdr(hdr, IW_OP_WRITE, false, QPL_STAG(QPL_MR_WO), QPL_VA(QPL_OFF_WO));
+	fpdu(tx, b, hdr, n, payload, 300);
+	n = tagged_hdr(hdr, IW_OP_WRITE, true, QPL_STAG(QPL_MR_WO), QPL_VA(QPL_OFF_WO) + 300);
+	fpdu(tx, b, hdr, n, payload + 300, 200);
+	n = tagged_hdr(hdr, IW_OP_WRITE, true, QPL_STAG(QPL_MR_SPARE), QPL_VA(QPL_OFF_SPARE_A) + 16);
+	fpdu(tx, b, hdr, n, payload, 64);
+	struct iw_rdmap_read_req rr = {0x9900, 0x0, 64, QPL_STAG(QPL_MR_RR), QPL_VA(QPL_OFF_RR) + 32};
+	n = untagged_hdr(hdr, IW_OP_READ_REQ, true, IW_DDP_QN_READ_REQ, 1, 0);
+	iw_rdmap_read_req_encode(&rr, hdr + n);
+	fpdu(tx, b, hdr, n + IW_RDMAP_READ_REQ_LEN, NULL, 0);
+	rr = (struct iw_rdmap_read_req){0x9901, 0x0, 16, QPL_STAG(QPL_MR_RW), QPL_VA(QPL_OFF_RW)};
+	n = untagged_hdr(hdr, IW_OP_READ_REQ, true, IW_DDP_QN_READ_REQ, 2, 0);
+	iw_rdmap_read_req_encode(&rr, hdr + n);
+	fpdu(tx, b, hdr, n + IW_RDMAP_READ_REQ_LEN, NULL, 0);
+	for (unsigned i = 0; i < 2; i++) {
+		uint64_t to = QPL_VA(QPL_OFF_LW + QPL_READ_SINK) + (uint64_t)QPL_READ_LEN * i;
+		n = tagged_hdr(hdr, IW_OP_READ_RESP, false, QPL_STAG(QPL_MR_LW), to);
+		fpdu(tx, b, hdr, n, payload, 200);
+		n = tagged_hdr(hdr, IW_OP_READ_RESP, true, QPL_STAG(QPL_MR_LW), to + 200);
+		fpdu(tx, b, hdr, n, payload, QPL_READ_LEN - 200);
+	}
+	n = untagged_hdr(hdr, IW_OP_SEND, false, IW_DDP_QN_SEND, 2, 0);
+	fpdu(tx, b, hdr, n, payload, 16);
+	n = untagged_hdr(hdr, IW_OP_SEND, true, IW_DDP_QN_SEND, 2, 16);
+	fpdu(tx, b, hdr, n, payload + 16, 48);
+	n = untagged_hdr(hdr, IW_OP_SEND_INV, true, IW_DDP_QN_SEND, 3, 0);
+	iw_put_be32(hdr + 2, QPL_STAG(QPL_MR_SPARE));
+	fpdu(tx, b, hdr, n, payload, 8);
+	n = untagged_hdr(hdr, IW_OP_SEND_SE_INV, true, IW_DDP_QN_SEND, 4, 0);
+	iw_put_be32(hdr + 2, QPL_STAG(QPL_MR_RW));
+	fpdu(tx, b, hdr, n, NULL, 0);
+	n = untagged_hdr(hdr, IW_OP_SEND_SE, true, IW_DDP_QN_SEND, 5, 0);
+	fpdu(tx, b, hdr, n, payload, 3);
+	if (variant & QV_BAD_WRITE) {
+		n = tagged_hdr(hdr, IW_OP_WRITE, true, QPL_STAG(QPL_MR_SPARE), QPL_VA(QPL_OFF_SPARE_A));
+		fpdu(tx, b, hdr, n, payload, 32);
+	}
+	if (variant & QV_BAD_SEND) {
+		n = untagged_hdr(hdr, IW_OP_SEND, true, IW_DDP_QN_SEND, 9, 0);
+		fpdu(tx, b, hdr, n, payload, 32);
+	}
+	if (variant & QV_PEER_TERM) {
+		struct iw_rdmap_term t;
+		uint8_t bad[IW_DDP_TAGGED_HDR_LEN];
+		tagged_hdr(bad, IW_OP_WRITE, true, QPL_PEER_STAG, 0x1000);
+		iw_rdmap_term_prepare(&t, IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_TAGGED,
+							  IW_ECODE_DDP_T_INV_STAG),
+				      bad, sizeof(bad), 16 + sizeof(bad));
+		n = untagged_hdr(hdr, IW_OP_TERMINATE, true, IW_DDP_QN_TERMINATE, 1, 0);
+		size_t body = iw_rdmap_term_encode(&t, hdr + n);
+		fpdu(tx, b, hdr, n + body, NULL, 0);
+	}
+}
+
+/* The peer's frame: a Request (we respond) or a Reply (we initiate),
+ * rev 2 enhanced with IRD = ORD = 4 unless rev is 1. */
+static void qpl_frame(struct buf *b, bool reply, uint8_t flags, uint8_t rev)
+{
+	static const uint8_t words[] = {0x00, 0x04, 0x00, 0x04, 'p', 'e', 'e', 'r'};
+	uint8_t len[2];
+	add(b, reply ? IW_MPA_KEY_REP : IW_MPA_KEY_REQ, IW_MPA_KEY_LEN);
+	add8(b, rev == 2 ? (uint8_t)(flags | IW_MPA_FLAG_ENHANCED) : flags);
+	add8(b, rev);
+	const uint8_t *pd = rev == 2 ? words : words + 4;
+	uint16_t pd_len = rev == 2 ? 8 : 4;
+	iw_put_be16(len, pd_len);
+	add(b, len, 2);
+	add(b, pd, pd_len);
+}
+
+/* peer_flags: the C and M bits of the peer's frame. */
+static void qpl_seed(const char *name, uint8_t mode, uint8_t peer_flags, uint8_t rev,
+		     const uint8_t *ctl, uint8_t ctl_len, unsigned variant)
+{
+	static struct buf b;
+	struct iw_mpa_tx tx;
+	bool initiator = mode & QPL_MODE_INITIATOR;
+	/* CRC iff the Reply has C: ours when we respond. */
+	bool crc = initiator ? (peer_flags & IW_MPA_FLAG_CRC) != 0
+			     : (peer_flags & IW_MPA_FLAG_CRC) || !(mode & QPL_MODE_CRC_OFF);
+	/* The peer inserts markers when our frame asked for them. */
+	bool markers = (mode & QPL_MODE_MARKERS) != 0;
+
+	b.n = 0;
+	add8(&b, mode);
+	add8(&b, 0x44); /* IRD 4, ORD 4 */
+	add8(&b, ctl_len);
+	qpl_frame(&b, initiator, peer_flags, rev);
+	add(&b, ctl, ctl_len);
+	iw_mpa_tx_init(&tx, crc, markers);
+	qpl_stream(&tx, &b, variant);
+	put("fuzz_qp_live", name, b.b, b.n);
+}
+
+/* The peer rejects one of our messages with a Terminate that copies its
+ * header (op: which), after one SEND of its own: the QP must pin the
+ * error on the right WR. */
+static void qpl_term_seed(const char *name, uint8_t mode, const uint8_t *ctl, uint8_t ctl_len, uint8_t op)
+{
+	static struct buf b;
+	struct iw_mpa_tx tx;
+	uint8_t hdr[64], bad[64];
+	size_t n, bn;
+	struct iw_term_cause cause;
+
+	b.n = 0;
+	add8(&b, mode);
+	add8(&b, 0x44);
+	add8(&b, ctl_len);
+	qpl_frame(&b, mode & QPL_MODE_INITIATOR, IW_MPA_FLAG_CRC, 2);
+	add(&b, ctl, ctl_len);
+	iw_mpa_tx_init(&tx, true, false);
+	n = untagged_hdr(hdr, IW_OP_SEND, true, IW_DDP_QN_SEND, 1, 0);
+	fpdu(&tx, &b, hdr, n, (const uint8_t *)"hello", 5);
+	if (op == IW_OP_WRITE) {
+		bn = tagged_hdr(bad, IW_OP_WRITE, true, QPL_PEER_STAG, 0x1000);
+		cause = IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_TAGGED, IW_ECODE_DDP_T_INV_STAG);
+	} else if (op == IW_OP_READ_REQ) {
+		bn = untagged_hdr(bad, IW_OP_READ_REQ, true, IW_DDP_QN_READ_REQ, 1, 0);
+		struct iw_rdmap_read_req rr = {QPL_STAG(QPL_MR_LW), QPL_VA(QPL_OFF_LW + QPL_READ_SINK),
+					       QPL_READ_LEN, QPL_PEER_STAG, 0x1000};
+		iw_rdmap_read_req_encode(&rr, bad + bn);
+		bn += IW_RDMAP_READ_REQ_LEN;
+		cause = IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, 0x00);
+	} else {
+		bn = untagged_hdr(bad, op, true, IW_DDP_QN_SEND, 1, 0);
+		cause = IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_UNTAGGED, IW_ECODE_DDP_U_NO_BUFFER);
+	}
+	struct iw_rdmap_term t;
+	iw_rdmap_term_prepare(&t, cause, bad, bn, (uint16_t)(bn + 16));
+	n = untagged_hdr(hdr, IW_OP_TERMINATE, true, IW_DDP_QN_TERMINATE, 1, 0);
+	n += iw_rdmap_term_encode(&t, hdr + n);
+	fpdu(&tx, &b, hdr, n, NULL, 0);
+	put("fuzz_qp_live", name, b.b, b.n);
+}
+
+static void seeds_qp_live(void)
+{
+	const uint8_t C = IW_MPA_FLAG_CRC, M = IW_MPA_FLAG_MARKERS;
+	/* Feed sizes: 1, 7, 64, 1448 bytes; API calls between. */
+	static const uint8_t chunks[] = {0, 7, 20, 27, 0x20 | 3, 27, 26, 31};
+	static const uint8_t api_mix[] = {
+		QPL_API(QPL_API_POST_RECV), QPL_API(QPL_API_SEND), 20, QPL_API(QPL_API_WRITE),
+		QPL_API(QPL_API_READ), 27, QPL_API(QPL_API_SEND_INV), QPL_API(QPL_API_SEND_INLINE),
+		QPL_API(QPL_API_POST_RECV2), 26, QPL_API(QPL_API_SEND_FENCE), QPL_API(QPL_API_REREG),
+		27, QPL_API(QPL_API_DEREG), 27, QPL_API(QPL_API_DEREG), 31, QPL_API(QPL_API_PROGRESS),
+	};
+	static const uint8_t disc[] = {27, QPL_API(QPL_API_SEND), QPL_API(QPL_API_DISCONNECT), 27, 31};
+	static const uint8_t fin[] = {26, 27, QPL_API(QPL_API_READ), QPL_API(QPL_API_PEER_FIN), 31};
+	static const uint8_t rst[] = {27, QPL_API(QPL_API_POST_RECV), QPL_API(QPL_API_PEER_RST)};
+
+	qpl_seed("resp_plain", QPL_MODE_CRC_OFF, 0, 2, NULL, 0, QV_PLAIN);
+	qpl_seed("resp_crc", 0x00, C, 2, chunks, sizeof(chunks), QV_PLAIN);
+	qpl_seed("resp_crc_feed", QPL_MODE_FEED | 0x40, C, 2, NULL, 0, QV_PLAIN);
+	qpl_seed("resp_markers_rx", QPL_MODE_MARKERS | QPL_MODE_CRC_OFF, 0, 2, NULL, 0, QV_PLAIN);
+	qpl_seed("resp_markers_both_crc", QPL_MODE_MARKERS, C | M, 2, chunks, sizeof(chunks),
+		 QV_PEER_TERM);
+	qpl_seed("resp_v1", QPL_MODE_CRC_OFF | QPL_MODE_FEED, 0, 1, NULL, 0, QV_PLAIN);
+	qpl_seed("resp_api_mix", 0x10, C, 2, api_mix, sizeof(api_mix), QV_PLAIN);
+	qpl_seed("resp_bad_write", 0x20 | QPL_MODE_FEED, C, 2, NULL, 0, QV_BAD_WRITE);
+	qpl_seed("resp_bad_send", 0x30, 0, 2, api_mix, sizeof(api_mix), QV_BAD_SEND);
+	qpl_seed("init_crc", QPL_MODE_INITIATOR, C, 2, NULL, 0, QV_PLAIN);
+	qpl_seed("init_plain_feed", QPL_MODE_INITIATOR | QPL_MODE_CRC_OFF | QPL_MODE_FEED, 0, 2,
+		 chunks, sizeof(chunks), QV_PEER_TERM);
+	qpl_seed("init_markers_both", QPL_MODE_INITIATOR | QPL_MODE_MARKERS | 0x80, C | M, 2, api_mix,
+		 sizeof(api_mix), QV_PLAIN);
+	qpl_seed("init_disconnect", QPL_MODE_INITIATOR | 0x10, C, 2, disc, sizeof(disc), QV_PLAIN);
+	qpl_seed("init_peer_fin", QPL_MODE_INITIATOR, C, 2, fin, sizeof(fin), QV_PLAIN);
+	qpl_seed("resp_peer_rst", 0x80, C, 2, rst, sizeof(rst), QV_PLAIN);
+	static const uint8_t pre_write[] = {QPL_API(QPL_API_WRITE), QPL_API(QPL_API_SEND), 27, 27};
+	static const uint8_t pre_send[] = {QPL_API(QPL_API_SEND_INV), QPL_API(QPL_API_WRITE), 27, 27};
+	qpl_term_seed("term_copy_write", 0x00, pre_write, sizeof(pre_write), IW_OP_WRITE);
+	qpl_term_seed("term_copy_read", QPL_MODE_INITIATOR, NULL, 0, IW_OP_READ_REQ);
+	qpl_term_seed("term_copy_send_inv", QPL_MODE_FEED, pre_send, sizeof(pre_send), IW_OP_SEND_INV);
+	qpl_seed("resp_srq", QPL_MODE_SRQ, C, 2, api_mix, sizeof(api_mix), QV_PLAIN);
+	qpl_seed("init_srq_feed", QPL_MODE_SRQ | QPL_MODE_INITIATOR | QPL_MODE_FEED, 0, 2, chunks,
+		 sizeof(chunks), QV_BAD_WRITE);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -347,5 +549,6 @@ int main(int argc, char **argv)
 	seeds_mpa_rx();
 	seeds_ddp_rdmap();
 	seeds_rdmap_conn();
+	seeds_qp_live();
 	return 0;
 }

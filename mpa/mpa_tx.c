@@ -184,9 +184,112 @@ int iw_mpa_tx_build(struct iw_mpa_tx *tx, struct iw_mpa_tx_fpdu *fpdu, const voi
 	return rc;
 }
 
+/* Append [p, p + len) to a gather list (iov NULL: only count), merging
+ * with the previous entry when contiguous (the same rule as emit()). */
+static int plain_put(struct iovec *iov, int n, const uint8_t **end, const uint8_t *p, size_t len)
+{
+	if (len == 0)
+		return n;
+	if (n > 0 && *end == p) {
+		if (iov)
+			iov[n - 1].iov_len += len;
+	} else {
+		if (iov) {
+			iov[n].iov_base = (void *)(uintptr_t)p;
+			iov[n].iov_len = len;
+		}
+		n++;
+	}
+	*end = p + len;
+	return n;
+}
+
+static int plain_list(struct iovec *iov, const struct iw_mpa_tx_frame *fpdu, const uint8_t *len_at,
+		      const uint8_t *hdr, size_t hdr_len, const struct iovec *payload, int npayload,
+		      unsigned pad)
+{
+	const uint8_t *end = NULL;
+	int n = plain_put(iov, 0, &end, len_at, IW_MPA_LEN_FIELD);
+
+	n = plain_put(iov, n, &end, hdr, hdr_len);
+	for (int i = 0; i < npayload; i++)
+		n = plain_put(iov, n, &end, payload[i].iov_base, payload[i].iov_len);
+	return plain_put(iov, n, &end, fpdu->trailer, pad + IW_MPA_CRC_LEN);
+}
+
+/* No markers (the common case): length field, header, payload, pad + CRC
+ * in stream order, so one pass builds the list and the CRC without the
+ * marker walk. ULPDU_LENGTH goes to len_at (fpdu->len_be, or the
+ * caller's room right before hdr). Arguments are validated by the
+ * caller; with len_at == fpdu->len_be the output is exactly walk()'s. */
+static int build_plain(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, uint8_t *len_at,
+		       const uint8_t *hdr, size_t hdr_len, const struct iovec *payload, int npayload,
+		       size_t ulpdu_len, unsigned pad, struct iovec *iov, int iov_cap)
+{
+	int n;
+
+	/* Count exactly first unless the worst case fits: nothing may change
+	 * on -ENOBUFS. */
+	if (iov_cap < npayload + 3 &&
+	    plain_list(NULL, fpdu, len_at, hdr, hdr_len, payload, npayload, pad) > iov_cap)
+		return -ENOBUFS;
+	iw_put_be16(fpdu->len_be, (uint16_t)ulpdu_len);
+	if (len_at != fpdu->len_be)
+		memcpy(len_at, fpdu->len_be, IW_MPA_LEN_FIELD);
+	memset(fpdu->trailer, 0, sizeof(fpdu->trailer));
+	n = plain_list(iov, fpdu, len_at, hdr, hdr_len, payload, npayload, pad);
+	if (tx->crc) {
+		uint32_t st;
+		uint8_t head[IW_MPA_LEN_FIELD + 64];
+
+		/* Length field and header in one CRC call. */
+		if (len_at + IW_MPA_LEN_FIELD == hdr || hdr_len == 0) {
+			st = iw_crc32c_update(iw_crc32c_init(), len_at, IW_MPA_LEN_FIELD + hdr_len);
+		} else if (hdr_len <= 64) {
+			memcpy(head, len_at, IW_MPA_LEN_FIELD);
+			memcpy(head + IW_MPA_LEN_FIELD, hdr, hdr_len);
+			st = iw_crc32c_update(iw_crc32c_init(), head, IW_MPA_LEN_FIELD + hdr_len);
+		} else {
+			st = iw_crc32c_update(iw_crc32c_init(), len_at, IW_MPA_LEN_FIELD);
+			st = iw_crc32c_update(st, hdr, hdr_len);
+		}
+		for (int i = 0; i < npayload; i++)
+			if (payload[i].iov_len)
+				st = iw_crc32c_update(st, payload[i].iov_base, payload[i].iov_len);
+		if (pad)
+			st = iw_crc32c_update(st, fpdu->trailer, pad);
+		iw_crc32c_put_wire(fpdu->trailer + pad, iw_crc32c_final(st));
+	}
+	fpdu->n_markers = 0;
+	fpdu->wire_len = (uint32_t)(IW_MPA_LEN_FIELD + ulpdu_len + pad + IW_MPA_CRC_LEN);
+	tx->stream_off += fpdu->wire_len;
+	return n;
+}
+
+static int build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, uint8_t *len_room,
+		       const void *hdr, size_t hdr_len, const struct iovec *payload, int npayload,
+		       struct iovec *iov, int iov_cap);
+
 int iw_mpa_tx_build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, const void *hdr,
 			  size_t hdr_len, const struct iovec *payload, int npayload, struct iovec *iov,
 			  int iov_cap)
+{
+	return build_frame(tx, fpdu, NULL, hdr, hdr_len, payload, npayload, iov, iov_cap);
+}
+
+int iw_mpa_tx_build_frame_hr(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, uint8_t *hdr,
+			     size_t hdr_len, const struct iovec *payload, int npayload,
+			     struct iovec *iov, int iov_cap)
+{
+	if (!hdr)
+		return -EINVAL;
+	return build_frame(tx, fpdu, hdr - IW_MPA_LEN_FIELD, hdr, hdr_len, payload, npayload, iov,
+			   iov_cap);
+}
+
+static int build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, uint8_t *len_room,
+		       const void *hdr, size_t hdr_len, const struct iovec *payload, int npayload,
+		       struct iovec *iov, int iov_cap)
 {
 	struct tx_walk w;
 	size_t ulpdu_len = hdr_len;
@@ -207,6 +310,9 @@ int iw_mpa_tx_build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, co
 		ulpdu_len += payload[i].iov_len;
 	}
 	pad = iw_mpa_pad_len((unsigned)ulpdu_len);
+	if (!tx->markers)
+		return build_plain(tx, fpdu, len_room ? len_room : fpdu->len_be, hdr, hdr_len, payload,
+				   npayload, ulpdu_len, pad, iov, iov_cap);
 
 	memset(&w, 0, sizeof(w));
 	w.f = fpdu;

@@ -81,4 +81,13 @@ int iw_mpa_tx_build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fr, cons
 			  size_t hdr_len, const struct iovec *payload, int npayload, struct iovec *iov,
 			  int iov_cap);
 
+/* The same, with IW_MPA_LEN_FIELD writable bytes right before hdr that
+ * the FPDU may use (hdr must not be NULL): without markers ULPDU_LENGTH
+ * is written there (and to fr->len_be), so length field and header leave
+ * as one iovec and one CRC call; with markers it builds exactly what
+ * iw_mpa_tx_build_frame does. Keep the room unmodified like the frame. */
+int iw_mpa_tx_build_frame_hr(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fr, uint8_t *hdr,
+			     size_t hdr_len, const struct iovec *payload, int npayload,
+			     struct iovec *iov, int iov_cap);
+
 #endif

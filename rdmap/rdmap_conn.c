@@ -612,21 +612,29 @@ int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, si
 			c->cur.active = true;
 		}
 		struct iw_rdmap_tx_slot *slot = &c->mem.tx[(c->tx_head + c->tx_count) % c->mem.n_tx];
-		struct iw_ddp_tx_msg saved = c->cur.ddp;
+		/* Only the progress fields change; a failed build rolls them back. */
+		struct iw_ddp_tx_msg *m = &c->cur.ddp;
+		size_t s_off = m->off, s_sge_off = m->sge_off;
+		int s_sge_idx = m->sge_idx;
+		bool s_started = m->started;
 		struct iovec payload[IW_RDMAP_MAX_SGE + 1];
 		size_t hdr_len, payload_len;
-		int np = iw_ddp_tx_next(&c->cur.ddp, c->cfg.mulpdu, slot->hdr, &hdr_len, payload,
+		uint8_t *hdr = slot->head + IW_MPA_LEN_FIELD;
+		int np = iw_ddp_tx_next(m, c->cfg.mulpdu, hdr, &hdr_len, payload,
 					IW_RDMAP_MAX_SGE + 1, &payload_len);
 		if (np < 0) {
-			/* Cannot happen with a valid mulpdu; stop the stream loudly. */
-			c->cur.ddp = saved;
+			/* Cannot happen with a valid mulpdu (and changed nothing);
+			 * stop the stream loudly. */
 			fail_with(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_LOCAL_CATA, 0), NULL, 0, 0);
 			break;
 		}
-		int ni = iw_mpa_tx_build_frame(&c->mpa_tx, &slot->fpdu, slot->hdr, hdr_len, payload, np,
-					       iov + n_iov, iov_cap - n_iov);
+		int ni = iw_mpa_tx_build_frame_hr(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, payload, np,
+						  iov + n_iov, iov_cap - n_iov);
 		if (ni < 0) {
-			c->cur.ddp = saved;
+			m->off = s_off;
+			m->sge_off = s_sge_off;
+			m->sge_idx = s_sge_idx;
+			m->started = s_started;
 			if (n_iov == 0)
 				return -ENOBUFS; /* not even one FPDU fits the caller's iov */
 			break; /* the rest goes in the next pull */

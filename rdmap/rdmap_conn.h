@@ -157,7 +157,8 @@ struct iw_rdmap_ird_entry {
 
 /* One FPDU handed to the transport and not yet acknowledged. */
 struct iw_rdmap_tx_slot {
-	uint8_t hdr[IW_DDP_TX_MAX_HDR];
+	/* ULPDU_LENGTH room, then the DDP header (iw_mpa_tx_build_frame_hr). */
+	uint8_t head[IW_MPA_LEN_FIELD + IW_DDP_TX_MAX_HDR];
 	struct iw_mpa_tx_frame fpdu; /* marker room from mem.tx_markers */
 	uint32_t wire_len;
 	uint8_t done_kind; /* what finishing this FPDU completes */

@@ -193,6 +193,7 @@ int iw_cq_push(struct iw_cq *cq, const struct iw_wc *wc)
 	uint32_t entries = cq->cap - 1;
 	int rc = 0;
 
+	cq->ctx->cq_pushes++;
 	if (cq->count < entries) {
 		cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
 		cq->count++;

@@ -173,6 +173,14 @@ void iw_ctx_wake(struct iw_context *ctx)
 		ctx->wake_pending = true;
 }
 
+void iw_ctx_completed_outside(struct iw_context *ctx)
+{
+	if (ctx->n_blocked)
+		iw_ctx_wake(ctx);
+	else
+		ctx->no_wait_once = true;
+}
+
 static void wake_drain(struct iw_context *ctx)
 {
 	uint64_t v;
@@ -227,6 +235,10 @@ static int progress_locked(struct iw_context *ctx, int timeout_ms)
 {
 	struct epoll_event evs[MAX_EVENTS];
 	int n = run_deferred(ctx) + run_timers(ctx);
+	if (ctx->no_wait_once) {
+		ctx->no_wait_once = false;
+		n++; /* completions arrived since the last call */
+	}
 	int t = n > 0 ? 0 : wait_timeout(ctx, timeout_ms);
 
 	ctx->n_waiters++;
@@ -234,9 +246,11 @@ static int progress_locked(struct iw_context *ctx, int timeout_ms)
 	if (t == 0) {
 		k = epoll_wait(ctx->epfd, evs, MAX_EVENTS, 0);
 	} else {
+		ctx->n_blocked++;
 		iw_ctx_unlock(ctx);
 		k = epoll_wait(ctx->epfd, evs, MAX_EVENTS, t);
 		iw_ctx_lock(ctx);
+		ctx->n_blocked--;
 	}
 	int err = k < 0 && errno != EINTR ? -errno : 0;
 	for (int i = 0; i < k; i++) {

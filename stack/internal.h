@@ -82,6 +82,11 @@ struct iw_context {
 	 * everything they read before returning. Allocated with the first
 	 * transport. */
 	uint8_t *tcp_rx_stage;
+	/* Completions queued outside iw_progress (a post sent and completed
+	 * inline) must not leave a caller asleep in iw_progress or epoll. */
+	uint64_t cq_pushes;  /* completions queued into any CQ, ever */
+	unsigned n_blocked;  /* threads inside epoll_wait with the lock dropped */
+	bool no_wait_once;   /* the next progress call returns without waiting */
 	/* IW_TRANSPORT_RAW: the raw device every connection uses (stack/raw). */
 	struct iw_rawdev *raw;
 };
@@ -96,6 +101,9 @@ void iw_ctx_timer_arm(struct iw_context *ctx, struct iw_timer *t, uint64_t delay
 void iw_ctx_timer_cancel(struct iw_context *ctx, struct iw_timer *t);
 /* Make the next iw_progress() run soon (e.g. a QP has work to kick). */
 void iw_ctx_wake(struct iw_context *ctx);
+/* Completions were queued outside iw_progress: a thread blocked in it is
+ * woken, else the next call does not wait. */
+void iw_ctx_completed_outside(struct iw_context *ctx);
 
 /* Limits (verbs.h documents the defaults). */
 #define IW_MAX_QP_DEFAULT 4096
@@ -263,6 +271,16 @@ struct iw_qp {
 	struct iw_rdmap_conn conn;
 	struct iw_rdmap_sq_entry *sq;
 	struct iw_sq_meta *sq_meta; /* indexed like the engine's SQ */
+	/* Local invalidates wait here in SQ order: each runs once as many
+	 * engine WRs have completed as had been posted before it. */
+	struct iw_local_inv {
+		uint64_t wr_id;
+		uint32_t stag;
+		uint32_t after; /* sq_posted when it was posted */
+		bool signaled;
+	} *linv;
+	uint32_t linv_head, linv_count;
+	uint32_t sq_completed; /* engine WRs completed or flushed (free-running) */
 	struct iovec *sq_sgl_pool;  /* the engine's SQ SGEs: max_send_wr * max_send_sge */
 	struct iw_mr **sq_mr_pool;  /* sq_meta[i].mr: max_send_wr * max_send_sge */
 	uint8_t (*tx_markers)[IW_MPA_MARKER_LEN]; /* marker scratch, with markers only */

@@ -140,18 +140,44 @@ static void meta_release(struct iw_sq_meta *m)
 	m->nmr = 0;
 }
 
+/* Run the local invalidates whose turn has come (every engine WR posted
+ * before them completed); once the QP left RTS they are flushed. */
+static void run_local_invs(struct iw_qp *qp)
+{
+	while (qp->linv_count) {
+		struct iw_local_inv *l = &qp->linv[qp->linv_head];
+		if ((int32_t)(qp->sq_completed - l->after) < 0)
+			return;
+		struct iw_wc wc = { .wr_id = l->wr_id, .opcode = IW_WC_LOCAL_INV, .qp = qp };
+		if (qp->state != IW_QPS_RTS) {
+			wc.status = IW_WC_WR_FLUSH_ERR;
+			wc.cause = qp->flush_cause;
+		} else if (iw_mr_invalidate(qp->ctx, qp->pd, l->stag) < 0) {
+			wc.status = IW_WC_LOC_PROT_ERR;
+		}
+		bool report = wc.status != IW_WC_SUCCESS || l->signaled || qp->sq_sig_all;
+		qp->linv_head = (qp->linv_head + 1) % qp->cap.max_send_wr;
+		qp->linv_count--;
+		if (report)
+			complete(qp, qp->scq, &wc);
+	}
+}
+
 static void on_sq_event(struct iw_qp *qp, const struct iw_rdmap_event *ev)
 {
 	struct iw_sq_meta *m = meta_of(qp, ev->cookie);
 	bool ok = ev->type == IW_RDMAP_EV_SQ_DONE;
 
+	qp->sq_completed++;
 	meta_release(m);
 	if (ok && ev->wr_opcode == IW_RDMAP_WR_READ)
 		iw_qp_defer(qp, IW_QPW_KICK); /* fenced WRs / ORD may proceed */
 	if (qp->closing)
 		iw_qp_defer(qp, IW_QPW_DRAIN);
-	if (ok && !m->signaled && !qp->sq_sig_all)
+	if (ok && !m->signaled && !qp->sq_sig_all) {
+		run_local_invs(qp);
 		return;
+	}
 	struct iw_wc wc = {
 		.wr_id = m->wr_id,
 		.status = IW_WC_SUCCESS,
@@ -167,6 +193,7 @@ static void on_sq_event(struct iw_qp *qp, const struct iw_rdmap_event *ev)
 			qp->blame_sq = false;
 	}
 	complete(qp, qp->scq, &wc);
+	run_local_invs(qp);
 }
 
 static void on_recv_done(struct iw_qp *qp, const struct iw_rdmap_event *ev)
@@ -434,6 +461,7 @@ static void qp_flush(struct iw_qp *qp)
 	iw_ctx_timer_cancel(qp->ctx, &qp->linger);
 	if (qp->connected)
 		iw_rdmap_flush(&qp->conn); /* SQ_FLUSH (or late SQ_DONE) per WR, in order */
+	run_local_invs(qp); /* those behind every engine WR */
 	qp->blame_sq = false;
 	if (qp->rx_cur) {
 		struct iw_rq_entry *e = qp->rx_cur;
@@ -534,6 +562,7 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 	qp->tx_markers = markers;
 	qp->n_tx = IW_QP_TX_SLOTS;
 	qp->sq_posted = 0;
+	qp->sq_completed = 0;
 	qp->transport = t;
 	t->qp = qp;
 	qp->connected = true;
@@ -590,6 +619,7 @@ static void qp_free(struct iw_qp *qp)
 		return;
 	free(qp->sq);
 	free(qp->sq_meta);
+	free(qp->linv);
 	free(qp->inline_mem);
 	free(qp->ird);
 	free(qp->tx);
@@ -633,11 +663,12 @@ int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw
 		return -ENOMEM;
 	qp->sq = calloc(cap.max_send_wr, sizeof(*qp->sq));
 	qp->sq_meta = calloc(cap.max_send_wr, sizeof(*qp->sq_meta));
+	qp->linv = calloc(cap.max_send_wr, sizeof(*qp->linv));
 	qp->inline_mem = malloc((size_t)cap.max_send_wr * cap.max_inline_data);
 	/* SGE room as the caps ask, not the library maximum: idle QPs are many. */
 	qp->sq_sgl_pool = calloc((size_t)cap.max_send_wr * cap.max_send_sge, sizeof(*qp->sq_sgl_pool));
 	qp->sq_mr_pool = calloc((size_t)cap.max_send_wr * cap.max_send_sge, sizeof(*qp->sq_mr_pool));
-	if (!qp->sq || !qp->sq_meta || !qp->inline_mem || !qp->sq_sgl_pool || !qp->sq_mr_pool ||
+	if (!qp->sq || !qp->sq_meta || !qp->linv || !qp->inline_mem || !qp->sq_sgl_pool || !qp->sq_mr_pool ||
 	    (!attr->srq && iw_rq_init(&qp->rq, cap.max_recv_wr, cap.max_recv_sge) < 0) ||
 	    (attr->srq && iw_rq_slot_init(&qp->rx_slot, attr->srq->rq.max_sge) < 0)) {
 		qp_free(qp);
@@ -754,6 +785,8 @@ static int map_opcode(const struct iw_send_wr *wr, enum iw_rdmap_wr_opcode *op)
 	case IW_WR_RDMA_READ:
 		*op = IW_RDMAP_WR_READ;
 		return 0;
+	case IW_WR_LOCAL_INV:
+		break; /* no engine WR (post_one handles it) */
 	}
 	return -EINVAL;
 }
@@ -768,6 +801,22 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 
 	if (!qp->connected || qp->state != IW_QPS_RTS || qp->closing)
 		return -EPIPE;
+	if (c->sq_tail - c->sq_head + qp->linv_count >= qp->cap.max_send_wr)
+		return -ENOSPC;
+	if (wr->opcode == IW_WR_LOCAL_INV) {
+		if (wr->num_sge || (wr->send_flags & ~(unsigned)(IW_SEND_SIGNALED | IW_SEND_FENCE)))
+			return -EINVAL;
+		struct iw_local_inv *l = &qp->linv[(qp->linv_head + qp->linv_count) % qp->cap.max_send_wr];
+		*l = (struct iw_local_inv){
+			.wr_id = wr->wr_id,
+			.stag = wr->invalidate_rkey,
+			.after = qp->sq_posted,
+			.signaled = wr->send_flags & IW_SEND_SIGNALED,
+		};
+		qp->linv_count++;
+		run_local_invs(qp); /* at once when nothing is ahead of it */
+		return 0;
+	}
 	memset(&w, 0, sizeof(w));
 	if (map_opcode(wr, &w.opcode) < 0 || (wr->send_flags & ~known))
 		return -EINVAL;
@@ -878,11 +927,15 @@ int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **ba
 	}
 	int rc = 0, posted = 0;
 	iw_ctx_lock(qp->ctx);
+	uint64_t pushes = qp->ctx->cq_pushes;
 	for (; wr; wr = wr->next, posted++)
 		if ((rc = post_one(qp, wr)) < 0)
 			break;
 	if (posted)
 		kick_now(qp);
+	/* Sent and completed in this call (or a local invalidate ran). */
+	if (qp->ctx->cq_pushes != pushes)
+		iw_ctx_completed_outside(qp->ctx);
 	iw_ctx_unlock(qp->ctx);
 	if (bad_wr)
 		*bad_wr = rc ? wr : NULL;

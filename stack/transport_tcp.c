@@ -53,8 +53,8 @@
  * markers) plus a batch of small ones; was IOV_MAX, 16 KiB per QP. */
 #define TP_IOV_WORST (2 * (IW_RDMAP_MAX_SGE + 2) + 2 * IW_MPA_TX_MAX_MARKERS)
 #define TP_IOV_MAX (TP_IOV_WORST + 128)
-#define TP_TX_BUDGET (256 * 1024) /* bytes pulled ahead of the kernel */
-#define TP_STAGE 16384            /* copy-mode staging buffer (ctx->tcp_rx_stage) */
+#define TP_TX_BUDGET (1024 * 1024) /* bytes pulled ahead of the kernel */
+#define TP_STAGE 65536            /* copy-mode staging buffer (ctx->tcp_rx_stage, one per context) */
 #define TP_SMALL_TAIL 64          /* staging behind a large FPDU: the next header */
 #define TP_BIG_FPDU 8192          /* ULPDU size from which direct reads pay off */
 #define TP_RX_PREP 64             /* iovecs one prepare may fill */

@@ -63,6 +63,9 @@ struct srv {
 	struct sbuf *cur;
 	struct perf_tcp_server *tcp;
 	bool had_client;
+	/* Last turn found completions: our posts transmit (and may complete)
+	 * inline, so the next turn must not sleep before polling again. */
+	bool hot;
 };
 
 /* ------------------------------------------------------------------ */
@@ -445,7 +448,7 @@ static void reap(struct srv *s)
 
 static int turn(struct srv *s, struct pollfd *pfd, uint64_t *last_listen_poll)
 {
-	bool spin = s->o->busy || s->lat_conns > 0 || perf_tcp_server_wants_spin(s->tcp);
+	bool spin = s->o->busy || s->lat_conns > 0 || perf_tcp_server_wants_spin(s->tcp) || s->hot;
 	struct iw_cm_event *ev;
 	struct sconn *c;
 	int rc, n;
@@ -478,15 +481,18 @@ static int turn(struct srv *s, struct pollfd *pfd, uint64_t *last_listen_poll)
 	}
 	while (iw_cm_get_event(s->ch, &ev) == 0)
 		on_cm_event(s, ev);
+	s->hot = false;
 	for (c = s->conns; c; c = c->next) {
 		struct iw_wc wc[32];
 		int i;
 
 		if (c->cq == NULL || c->state == SC_CLOSED)
 			continue;
-		while ((n = iw_poll_cq(c->cq, 32, wc)) > 0)
+		while ((n = iw_poll_cq(c->cq, 32, wc)) > 0) {
+			s->hot = true;
 			for (i = 0; i < n; i++)
 				on_wc(s, c, &wc[i]);
+		}
 		service(s, c);
 	}
 	reap(s);

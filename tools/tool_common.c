@@ -287,6 +287,7 @@ const char *tc_wc_opcode_str(enum iw_wc_opcode op)
 	case IW_WC_RDMA_WRITE: return "RDMA WRITE";
 	case IW_WC_RDMA_READ: return "RDMA READ";
 	case IW_WC_RECV: return "RECV";
+	case IW_WC_LOCAL_INV: return "LOCAL_INV";
 	}
 	return "WR";
 }

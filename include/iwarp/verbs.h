@@ -135,6 +135,7 @@ enum iw_wc_opcode {
 	IW_WC_RDMA_WRITE,
 	IW_WC_RDMA_READ,
 	IW_WC_RECV,
+	IW_WC_LOCAL_INV,
 };
 
 enum iw_wc_flags {
@@ -185,6 +186,13 @@ enum iw_wr_opcode {
 	IW_WR_SEND_WITH_SE_INV,
 	IW_WR_RDMA_WRITE,
 	IW_WR_RDMA_READ,
+	/* Invalidate our own STag invalidate_rkey (a region of this QP's PD)
+	 * in send queue order: it runs once every WR posted before it has
+	 * completed, and it has taken effect when its completion (opcode
+	 * IW_WC_LOCAL_INV) is reported. No data, no sg_list. An STag that is
+	 * unknown, of another PD or already invalid completes with
+	 * IW_WC_LOC_PROT_ERR; the QP stays usable. */
+	IW_WR_LOCAL_INV,
 };
 
 enum iw_send_flags {
@@ -203,7 +211,7 @@ struct iw_send_wr {
 	unsigned send_flags;
 	uint64_t remote_addr; /* RDMA WRITE / READ */
 	uint32_t rkey;
-	uint32_t invalidate_rkey; /* SEND_WITH_INV */
+	uint32_t invalidate_rkey; /* SEND_WITH_INV, LOCAL_INV */
 };
 
 struct iw_recv_wr {

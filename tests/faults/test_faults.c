@@ -504,6 +504,68 @@ static void check_fault_statuses(const struct fx_track *t, const struct load *ld
 			      "WR %u: %s", i, iw_wc_status_str(t->status[i]));
 }
 
+/* A WRITE on a TCP QP is sent and completed inside iw_post_send (the
+ * kernel took its bytes). The application's next iw_progress must not
+ * sleep its timeout while that completion waits in the CQ (iwperf did,
+ * 100 ms per queue depth). The raw peer is in no context of ours, so
+ * nothing else can wake the call. The bound is 1 s of a 5 s timeout. */
+START_TEST(test_progress_after_inline_completion)
+{
+	struct iw_cm_channel *ch;
+	struct iw_cm_id *l;
+	struct fx_ep e;
+	struct sockaddr_storage a;
+	static uint8_t buf[4096];
+	struct iw_mr *mr;
+	struct iw_wc wc;
+	uint8_t req[32], rep[24], f[64];
+
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &ch), 0);
+	fx_ep_init(&e);
+	ck_assert_int_eq(iw_reg_mr(e.pd, buf, sizeof(buf), IW_ACCESS_LOCAL_WRITE, &mr), 0);
+	fx_post_recv(&e, buf, 64, mr, 1);
+	l = fx_listen(ch, NULL, &a);
+	int fd = fx_raw_connect(&a);
+	size_t rl = iwt_mpa_req_bytes(0x50, 2, iwt_mpa_w1(false, false, 16), iwt_mpa_w2(false, false, 16), NULL, 0,
+				      req);
+	ck_assert_int_eq(send(fd, req, rl, 0), (ssize_t)rl);
+	struct iw_cm_event *ev = fx_ev_expect(ch, IW_CM_EVENT_CONNECT_REQUEST);
+	e.id = ev->id;
+	iw_cm_ack_event(ev);
+	ck_assert_int_eq(iw_cm_accept(e.id, e.qp, NULL), 0);
+	fx_ev_expect_ack(ch, IW_CM_EVENT_ESTABLISHED);
+	ck_assert_uint_eq(fx_raw_read(fd, rep, sizeof(rep), 200), sizeof(rep));
+	/* The peer's first FPDU opens our transmit gate. */
+	size_t fl = raw_send_fpdu(f, sizeof(f), 1, "hi", 2);
+	ck_assert_int_eq(send(fd, f, fl, 0), (ssize_t)fl);
+	uint64_t end = fx_now_ms() + FX_WAIT_MS;
+	int got = 0;
+	while (!got && fx_now_ms() < end) {
+		fx_pump(5);
+		got = iw_poll_cq(e.cq, 1, &wc);
+	}
+	ck_assert_int_eq(got, 1);
+	ck_assert_int_eq(wc.status, IW_WC_SUCCESS);
+
+	fx_post_send(&e, IW_WR_RDMA_WRITE, buf, 512, mr, 0x1000, 0x1234, 2);
+	uint64_t t0 = fx_now_ms();
+	ck_assert_int_gt(iw_progress(fx_ctx, 5000), 0);
+	ck_assert_uint_lt(fx_now_ms() - t0, 1000);
+	ck_assert_int_eq(iw_poll_cq(e.cq, 1, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, 2);
+	ck_assert_int_eq(wc.status, IW_WC_SUCCESS);
+
+	close(fd);
+	fx_ev_expect_ack(ch, IW_CM_EVENT_DISCONNECTED);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	ck_assert_int_eq(iw_destroy_qp(e.qp), 0);
+	e.qp = NULL;
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	fx_ep_fini(&e);
+	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
+}
+END_TEST
+
 /* The peer resets the connection while our WRITEs, READs and SENDs are
  * in flight and receives are posted. _i = 0: we are the initiator; 1: we
  * are the responder (the raw peer opens our transmit gate with a SEND);
@@ -1211,6 +1273,7 @@ static Suite *faults_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_rst_mid_transfer, 0, 3);
 	tcase_add_test(tc, test_rst_srq);
+	tcase_add_test(tc, test_progress_after_inline_completion);
 	tcase_add_loop_test(tc, test_peer_killed, 0, 2);
 	suite_add_tcase(s, tc);
 

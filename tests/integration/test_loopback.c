@@ -262,8 +262,8 @@ static void post_op(struct ep *e, enum iw_wr_opcode op, void *buf, size_t len, s
 	struct iw_sge sge = { (uint64_t)(uintptr_t)buf, (uint32_t)len, mr ? iw_mr_stag(mr) : 0 };
 	struct iw_send_wr wr = {
 		.wr_id = wr_id,
-		.sg_list = &sge,
-		.num_sge = 1,
+		.sg_list = op == IW_WR_LOCAL_INV ? NULL : &sge,
+		.num_sge = op == IW_WR_LOCAL_INV ? 0 : 1,
 		.opcode = op,
 		.send_flags = IW_SEND_SIGNALED,
 		.remote_addr = raddr,
@@ -800,6 +800,7 @@ static void bufs_fini(struct bufs *b)
 
 static const enum iw_wr_opcode all_ops[] = {
 	IW_WR_SEND, IW_WR_SEND_WITH_SE, IW_WR_SEND_WITH_INV, IW_WR_SEND_WITH_SE_INV, IW_WR_RDMA_WRITE, IW_WR_RDMA_READ,
+	IW_WR_LOCAL_INV,
 };
 
 /* One operation from the client of size len; checks the data arrived. */
@@ -846,6 +847,38 @@ static void one_op(struct pair *p, struct bufs *b, enum iw_wr_opcode op, size_t 
 		expect_ok(wait_wc(p->s.cq), id + 1, IW_WC_RECV);
 		ck_assert_uint_eq(iwt_check_pattern(b->sbuf, len, tag), len);
 		break;
+	case IW_WR_LOCAL_INV: {
+		/* Behind a WRITE of len bytes it completes second, and the region
+		 * is unusable once its completion is seen; invalidating it again
+		 * fails locally and the QP goes on. */
+		uint8_t scratch[8];
+		struct iw_mr *victim;
+		ck_assert_int_eq(iw_reg_mr(p->c.pd, scratch, sizeof(scratch),
+					   IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE, &victim), 0);
+		iwt_fill_pattern(b->cbuf, len, tag);
+		post_op(&p->c, IW_WR_RDMA_WRITE, b->cbuf, len, b->cmr, (uint64_t)(uintptr_t)b->sbuf,
+			iw_mr_stag(b->smr), 0, id + 2);
+		post_op(&p->c, IW_WR_LOCAL_INV, NULL, 0, NULL, 0, 0, iw_mr_stag(victim), id + 3);
+		expect_ok(wait_wc(p->c.cq), id + 2, IW_WC_RDMA_WRITE);
+		expect_ok(wait_wc(p->c.cq), id + 3, IW_WC_LOCAL_INV);
+		struct iw_sge sg = { (uint64_t)(uintptr_t)scratch, sizeof(scratch), iw_mr_stag(victim) };
+		struct iw_send_wr w = { .wr_id = id + 4, .sg_list = &sg, .num_sge = 1, .opcode = IW_WR_SEND }, *bad;
+		ck_assert_int_eq(iw_post_send(p->c.qp, &w, &bad), -EINVAL);
+		post_op(&p->c, IW_WR_LOCAL_INV, NULL, 0, NULL, 0, 0, iw_mr_stag(victim), id + 5);
+		wc = wait_wc(p->c.cq);
+		ck_assert_uint_eq(wc.wr_id, id + 5);
+		ck_assert_int_eq(wc.opcode, IW_WC_LOCAL_INV);
+		ck_assert_int_eq(wc.status, IW_WC_LOC_PROT_ERR);
+		ck_assert_int_eq(iw_qp_state(p->c.qp), IW_QPS_RTS);
+		/* The QP goes on: a zero-length SEND behind it proves the WRITE placed. */
+		post_recv(&p->s, b->sbuf, 0, b->smr, id + 1);
+		post_op(&p->c, IW_WR_SEND, b->cbuf, 0, b->cmr, 0, 0, 0, id + 6);
+		expect_ok(wait_wc(p->c.cq), id + 6, IW_WC_SEND);
+		expect_ok(wait_wc(p->s.cq), id + 1, IW_WC_RECV);
+		ck_assert_uint_eq(iwt_check_pattern(b->sbuf, len, tag), len);
+		ck_assert_int_eq(iw_dereg_mr(victim), 0);
+		break;
+	}
 	case IW_WR_RDMA_READ:
 		iwt_fill_pattern(b->sbuf, len, tag);
 		memset(b->cbuf, 0, len);
@@ -1302,6 +1335,7 @@ START_TEST(test_protection_errors)
 		IW_TERM_CAUSE(1, 1, 0x01), /* beyond the region's end */
 		IW_TERM_CAUSE(1, 1, 0x02), /* a region of another PD */
 		IW_TERM_CAUSE(0, 1, 0x02), /* READ without REMOTE_READ */
+		IW_TERM_CAUSE(1, 1, 0x00), /* invalidated by the target's LOCAL_INV */
 	};
 	struct pair p;
 	struct bufs b;
@@ -1340,6 +1374,16 @@ START_TEST(test_protection_errors)
 		ck_assert_int_eq(iw_reg_mr(other_pd, tbuf, 4096, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE, &target), 0);
 		rkey = iw_mr_stag(target);
 		break;
+	case 6: {
+		/* Invalid from the moment the LOCAL_INV completion is seen. */
+		ck_assert_int_eq(iw_reg_mr(p.s.pd, tbuf, 4096, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE, &target), 0);
+		rkey = iw_mr_stag(target);
+		post_op(&p.s, IW_WR_LOCAL_INV, NULL, 0, NULL, 0, 0, rkey, 8);
+		struct iw_wc inv = wait_wc(p.s.cq);
+		ck_assert_uint_eq(inv.wr_id, 8);
+		expect_ok(inv, 8, IW_WC_LOCAL_INV);
+		break;
+	}
 	default:
 		ck_assert_int_eq(iw_reg_mr(p.s.pd, tbuf, 4096, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE, &target), 0);
 		rkey = iw_mr_stag(target);
@@ -1698,7 +1742,7 @@ static Suite *loopback_suite(void)
 	tcase_add_test(tc, test_peer_stops_reading);
 	tcase_add_test(tc, test_disconnect_flushes);
 	tcase_add_test(tc, test_peer_terminate);
-	tcase_add_loop_test(tc, test_protection_errors, 0, 6);
+	tcase_add_loop_test(tc, test_protection_errors, 0, 7);
 	tcase_add_test(tc, test_sge_inline_ord);
 	tcase_add_test(tc, test_srq_sockets);
 	tcase_add_test(tc, test_progress_thread);

@@ -78,7 +78,7 @@ START_TEST(test_clean)
 	ck_assert_int_eq(iwd_count_prefix(out, "VIOLATION"), 0);
 	ck_assert_int_eq(iwd_count_prefix(out, "WARNING"), 0);
 	dec = iwd_decoded_lines(out);
-	assert_line(dec, "FPDU conn 1 dir A>B: SEND T=0 L=0 qn 0 msn 1 mo 0 len 1436 crc ok");
+	assert_line(dec, "FPDU conn 1 dir A>B: SEND T=0 L=0 qn 0 msn 1 mo 0 len 1000 crc ok");
 	assert_line(dec, "MSG conn 1 dir A>B: SEND msn 1 3000 bytes");
 	assert_line(dec, "MSG conn 1 dir A>B: WRITE stag 0x00b20101 to 0x7f0000010000 2600 bytes");
 	assert_line(dec, "FPDU conn 1 dir A>B: READ_REQ T=0 L=1 qn 1 msn 1 mo 0 len 28 crc ok");
@@ -88,7 +88,7 @@ START_TEST(test_clean)
 	assert_line(dec, "MSG conn 1 dir A>B: SEND_INV msn 3 1200 bytes inv 0x00b20401");
 	assert_line(dec, "FPDU conn 1 dir A>B: SEND_SE_INV T=0 L=1 qn 0 msn 4 mo 0 inv 0x00b20501 len 0 crc ok");
 	assert_line(dec, "MSG conn 1 dir A>B: SEND_SE_INV msn 4 0 bytes inv 0x00b20501");
-	assert_line(dec, "FPDU conn 1 dir B>A: READ_RESP T=1 L=0 stag 0x00a10201 to 0x20000 len 1440 crc ok");
+	assert_line(dec, "FPDU conn 1 dir B>A: READ_RESP T=1 L=0 stag 0x00a10201 to 0x20000 len 1168 crc ok");
 	assert_line(dec, "MSG conn 1 dir B>A: READ_RESP stag 0x00a10201 to 0x20000 3500 bytes complete "
 			 "(src 0x00b20301 to 0x7f0000300000)");
 	assert_line(dec, "MSG conn 1 dir B>A: WRITE stag 0x00a10601 to 0x1000 2048 bytes");
