@@ -157,6 +157,10 @@ static void poll_side(struct side *s)
 				s->failed = true;
 			}
 			break;
+		default:
+			fprintf(stderr, "rawverbs: %s: unexpected completion opcode %d\n", s->name, (int)wc[i].opcode);
+			s->failed = true;
+			break;
 		}
 	}
 }
