@@ -19,6 +19,8 @@
  * Channels and events: cm_event.c. */
 #include "cm_internal.h"
 
+#include "raw/raw_transport.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -91,9 +93,21 @@ static socklen_t sa_len(const struct sockaddr *sa)
 	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
+static void cm_raw_user_cb(struct iw_rawdev_user *u);
+
 static int cm_watch(struct iw_cm_id *id, uint32_t events)
 {
 	int rc = 0;
+
+	if (id->ctx->raw) {
+		/* Our TCP: every pass of the device looks at the id. */
+		if (!id->ruser_on) {
+			id->ruser.cb = cm_raw_user_cb;
+			iw_rawdev_user_add(id->ctx->raw, &id->ruser);
+			id->ruser_on = true;
+		}
+		return 0;
+	}
 
 	if (!id->watching) {
 		rc = iw_ctx_watch_add(id->ctx, &id->watch, events);
@@ -111,6 +125,23 @@ static void cm_close_fd(struct iw_cm_id *id, bool abortive)
 		iw_ctx_watch_del(id->ctx, &id->watch);
 	id->watching = false;
 	iw_ctx_timer_cancel(id->ctx, &id->timer);
+	if (id->ruser_on)
+		iw_rawdev_user_del(id->ctx->raw, &id->ruser);
+	id->ruser_on = false;
+	if (id->rconn) {
+		uint64_t now = iw_rawdev_now_us();
+		if (abortive)
+			iwn_tcp_abort(id->rconn, now);
+		else
+			iwn_tcp_close(id->rconn, now);
+		iwn_net_release(&id->ctx->raw->net, id->rconn, now);
+		id->rconn = NULL;
+		iw_rawdev_flush(id->ctx->raw);
+	}
+	if (id->state == CM_LISTEN && id->ctx->raw && id->rport) {
+		iwn_net_unlisten(&id->ctx->raw->net, id->rport, iw_rawdev_now_us());
+		id->rport = 0;
+	}
 	if (id->watch.fd >= 0) {
 		if (abortive) {
 			struct linger l = { .l_onoff = 1, .l_linger = 0 };
@@ -154,7 +185,10 @@ static void cm_id_free(struct iw_cm_id *id)
 		struct iw_qp *qp = id->transport->qp;
 		if (qp && qp->cm_id == id)
 			qp->cm_id = NULL;
-		iw_tcp_transport_detach_cm(id->transport);
+		if (id->ctx->raw)
+			iw_raw_transport_detach_cm(id->transport);
+		else
+			iw_tcp_transport_detach_cm(id->transport);
 		id->transport = NULL;
 	}
 	ch->n_ids--;
@@ -239,8 +273,25 @@ int iw_cm_peer_addr(const struct iw_cm_id *id, struct sockaddr_storage *out)
 	return rc;
 }
 
+static void cm_raw_sa(struct sockaddr_storage *ss, uint32_t ip, uint16_t port)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	memset(ss, 0, sizeof(*ss));
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(ip);
+	sin->sin_port = htons(port);
+}
+
 static void cm_get_local(struct iw_cm_id *id)
 {
+	if (id->ctx->raw) {
+		if (id->rconn)
+			cm_raw_sa(&id->local, id->rconn->laddr, id->rconn->lport);
+		else
+			cm_raw_sa(&id->local, id->ctx->raw->net.cfg.ip, id->rport);
+		id->has_local = true;
+		return;
+	}
 	socklen_t len = sizeof(id->local);
 	id->has_local = getsockname(id->watch.fd, (struct sockaddr *)&id->local, &len) == 0;
 }
@@ -325,6 +376,20 @@ static int cm_settings(struct iw_cm_id *id, const struct iw_conn_param *p, bool 
 /* Send what is left of id->out. 1: all sent, 0: wait for EPOLLOUT, <0: error. */
 static int cm_flush_out(struct iw_cm_id *id)
 {
+	if (id->rconn) {
+		int r = 0;
+		while (id->out_off < id->out_len) {
+			r = iwn_tcp_send(id->rconn, id->out + id->out_off, (uint32_t)(id->out_len - id->out_off),
+					 iw_rawdev_now_us());
+			if (r <= 0)
+				break;
+			id->out_off += (size_t)r;
+		}
+		iw_rawdev_flush(id->ctx->raw);
+		if (r < 0)
+			return r == -EPIPE ? -ECONNRESET : r;
+		return id->out_off == id->out_len;
+	}
 	while (id->out_off < id->out_len) {
 		ssize_t n = send(id->watch.fd, id->out + id->out_off, id->out_len - id->out_off,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -356,6 +421,18 @@ static int cm_encode_out(struct iw_cm_id *id, const struct iw_mpa_frame *f)
  * (-ECONNRESET for the peer's FIN). */
 static ssize_t cm_read(struct iw_cm_id *id, size_t want)
 {
+	if (id->rconn) {
+		uint32_t k = iwn_tcp_recv(id->rconn, id->in + id->in_len, (uint32_t)want, iw_rawdev_now_us());
+		if (k) {
+			id->in_len += k;
+			return (ssize_t)k;
+		}
+		if (iwn_tcp_eof(id->rconn))
+			return -ECONNRESET;
+		if (id->rconn->state == IWN_TCP_CLOSED)
+			return id->rconn->err ? id->rconn->err : -ECONNRESET;
+		return 0;
+	}
 	for (;;) {
 		ssize_t n = recv(id->watch.fd, id->in + id->in_len, want, MSG_DONTWAIT);
 		if (n > 0) {
@@ -405,6 +482,57 @@ static int cm_dead_peer_opts(int fd, uint32_t ms)
 	return 0;
 }
 
+/* cm_establish over our TCP (IW_TRANSPORT_RAW): the connection goes to a
+ * raw transport. Not supported there (yet): dead_peer_timeout_ms and the
+ * initiator's first-FPDU delay. */
+static void cm_establish_raw(struct iw_cm_id *id, bool initiator, const void *peer_pd, uint16_t peer_pd_len)
+{
+	struct iw_qp *qp = id->qp;
+	const struct iw_mpa_outcome *o = &id->outcome;
+	struct iw_qp_conn_params p = {
+		.crc = o->crc,
+		.markers_tx = o->markers_tx,
+		.markers_rx = o->markers_rx,
+		.ird = o->ird,
+		.ord = o->ord,
+		.mulpdu = iw_raw_mulpdu(id->rconn, o->markers_tx, id->max_ulpdu),
+		.max_ulpdu_rx = (uint16_t)id->max_ulpdu_rx,
+	};
+	struct iw_raw_tcfg tc = {
+		.dev = id->ctx->raw,
+		.conn = id->rconn,
+		.tx_gate = !initiator && o->wait_for_first_fpdu,
+		.send_rtr = initiator && o->p2p && o->rtr == IW_MPA_RTR_WRITE,
+		.cm_id = id,
+	};
+	if (id->ruser_on)
+		iw_rawdev_user_del(id->ctx->raw, &id->ruser);
+	id->ruser_on = false;
+	struct iw_transport *t = iw_raw_transport_create(id->ctx, qp, &tc);
+	if (!t) {
+		cm_fail(id, -ENOMEM);
+		return;
+	}
+	int rc = iw_qp_connect_start(qp, &p, t);
+	if (rc < 0) {
+		/* The connection stays the id's: cm_fail resets it. */
+		iw_raw_transport_forget_conn(t);
+		iw_raw_transport_detach_cm(t);
+		t->ops->destroy(t);
+		cm_fail(id, rc);
+		return;
+	}
+	id->rconn = NULL; /* the transport's now */
+	id->transport = t;
+	id->qp = NULL;
+	id->state = CM_ESTABLISHED;
+	cm_child_unlink(id);
+	cm_queue(id, IW_CM_EVENT_ESTABLISHED, 0, peer_pd, peer_pd_len);
+	rc = iw_raw_transport_start(t);
+	if (rc < 0)
+		t->ops->shutdown(t, true);
+}
+
 /* The MPA exchange succeeded: hand the socket to a transport and start
  * the QP. */
 static void cm_establish(struct iw_cm_id *id, bool initiator, const void *peer_pd, uint16_t peer_pd_len)
@@ -443,6 +571,10 @@ static void cm_establish(struct iw_cm_id *id, bool initiator, const void *peer_p
 		iw_ctx_watch_del(id->ctx, &id->watch);
 	id->watching = false;
 	iw_ctx_timer_cancel(id->ctx, &id->timer);
+	if (id->rconn) {
+		cm_establish_raw(id, initiator, peer_pd, peer_pd_len);
+		return;
+	}
 	if (id->dead_peer_ms && cm_dead_peer_opts(id->watch.fd, id->dead_peer_ms) < 0) {
 		cm_fail(id, -errno);
 		return;
@@ -548,6 +680,33 @@ static void cm_on_reply_bytes(struct iw_cm_id *id)
 	cm_establish(id, true, rep.pdata, rep.pdata_len);
 }
 
+/* iw_cm_connect over our TCP: IPv4 on-link peers only. */
+static int cm_connect_raw(struct iw_cm_id *id, struct iw_qp *qp, const struct sockaddr *dst)
+{
+	struct iw_rawdev *raw = id->ctx->raw;
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)dst;
+	int rc;
+
+	if (dst->sa_family != AF_INET)
+		return -EAFNOSUPPORT;
+	uint32_t ra = ntohl(sin->sin_addr.s_addr);
+	if (!iw_rawdev_on_link(raw, ra))
+		return -ENETUNREACH;
+	id->rconn = iwn_net_connect(&raw->net, ra, ntohs(sin->sin_port), 0, iw_rawdev_now_us(), &rc);
+	if (!id->rconn)
+		return rc;
+	memset(&id->peer, 0, sizeof(id->peer));
+	memcpy(&id->peer, dst, sizeof(*sin));
+	id->has_peer = true;
+	id->qp = qp;
+	qp->cm_id = id;
+	id->state = CM_CONNECTING;
+	iw_ctx_timer_arm(id->ctx, &id->timer, (uint64_t)id->timeout_ms);
+	cm_watch(id, EPOLLOUT);
+	iw_rawdev_flush(raw);
+	return 0;
+}
+
 int iw_cm_connect(struct iw_cm_id *id, struct iw_qp *qp, const struct sockaddr *dst,
 		  const struct iw_conn_param *param)
 {
@@ -567,6 +726,10 @@ int iw_cm_connect(struct iw_cm_id *id, struct iw_qp *qp, const struct sockaddr *
 	if (id->req.pdata_len)
 		memcpy(id->pd, param->private_data, id->req.pdata_len);
 
+	if (id->ctx->raw) {
+		rc = cm_connect_raw(id, qp, dst);
+		goto out;
+	}
 	fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		rc = -errno;
@@ -605,6 +768,34 @@ int iw_cm_listen(struct iw_cm_id *id, const struct sockaddr *addr, int backlog)
 	return iw_cm_listen_param(id, addr, &p);
 }
 
+/* iw_cm_listen over our TCP: our address (or any) and a fixed port. */
+static int cm_listen_raw(struct iw_cm_id *id, const struct sockaddr *addr, const struct iw_listen_param *param)
+{
+	struct iw_rawdev *raw = id->ctx->raw;
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
+
+	if (addr->sa_family != AF_INET)
+		return -EAFNOSUPPORT;
+	uint32_t ip = ntohl(sin->sin_addr.s_addr);
+	if (ip != 0 && ip != raw->net.cfg.ip)
+		return -EADDRNOTAVAIL;
+	uint16_t port = ntohs(sin->sin_port);
+	if (port == 0)
+		return -EINVAL; /* no ephemeral listeners on our TCP */
+	id->backlog = param->backlog <= 0 ? IW_CM_BACKLOG_DEFAULT
+		      : param->backlog > IW_CM_BACKLOG_MAX ? IW_CM_BACKLOG_MAX : param->backlog;
+	id->req_timeout_ms = param->request_timeout_ms ? (uint32_t)param->request_timeout_ms
+						       : IW_CM_REQUEST_TIMEOUT_DEFAULT;
+	int rc = iwn_net_listen(&raw->net, port, (uint32_t)id->backlog);
+	if (rc < 0)
+		return rc;
+	id->rport = port;
+	cm_get_local(id);
+	cm_watch(id, EPOLLIN);
+	id->state = CM_LISTEN;
+	return 0;
+}
+
 int iw_cm_listen_param(struct iw_cm_id *id, const struct sockaddr *addr, const struct iw_listen_param *param)
 {
 	static const struct iw_listen_param defaults = { 0 };
@@ -618,6 +809,10 @@ int iw_cm_listen_param(struct iw_cm_id *id, const struct sockaddr *addr, const s
 	iw_ctx_lock(id->ctx);
 	if (id->state != CM_IDLE) {
 		rc = -EINVAL;
+		goto out;
+	}
+	if (id->ctx->raw) {
+		rc = cm_listen_raw(id, addr, param);
 		goto out;
 	}
 	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -649,8 +844,40 @@ out:
 	return rc;
 }
 
+static void cm_on_accept_raw(struct iw_cm_id *l)
+{
+	struct iw_rawdev *raw = l->ctx->raw;
+	struct iwn_tcp_conn *rc;
+
+	while ((rc = iwn_net_accept(&raw->net, l->rport)) != NULL) {
+		struct iw_cm_id *c = NULL;
+		if (l->n_pending < (uint32_t)l->backlog)
+			c = cm_id_alloc(l->ch, l->context);
+		if (!c) {
+			iwn_net_release(&raw->net, rc, iw_rawdev_now_us()); /* over the backlog: reset */
+			continue;
+		}
+		c->rconn = rc;
+		cm_raw_sa(&c->peer, rc->raddr, rc->rport);
+		c->has_peer = true;
+		cm_get_local(c);
+		c->listener = l;
+		c->sib_next = l->children;
+		l->children = c;
+		l->n_pending++;
+		c->state = CM_WAIT_REQUEST;
+		cm_watch(c, EPOLLIN);
+		iw_ctx_timer_arm(c->ctx, &c->timer, l->req_timeout_ms);
+	}
+	iw_rawdev_flush(raw);
+}
+
 static void cm_on_accept(struct iw_cm_id *l)
 {
+	if (l->ctx->raw) {
+		cm_on_accept_raw(l);
+		return;
+	}
 	for (;;) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
@@ -719,6 +946,13 @@ static void cm_on_request_bytes(struct iw_cm_id *id)
 /* Waiting for the application: the peer must stay silent. */
 static void cm_on_bytes_while_waiting(struct iw_cm_id *id)
 {
+	if (id->rconn) {
+		if (iwn_tcp_readable(id->rconn))
+			cm_fail(id, -EPROTO);
+		else if (iwn_tcp_eof(id->rconn) || id->rconn->state == IWN_TCP_CLOSED)
+			cm_fail(id, -ECONNRESET);
+		return;
+	}
 	uint8_t b;
 	ssize_t n = recv(id->watch.fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
 
@@ -850,7 +1084,9 @@ static uint32_t cm_n_lingers(const struct iw_context *ctx)
 
 static void cm_reject_done(struct iw_cm_id *id)
 {
-	struct iw_cm_linger *l = cm_n_lingers(id->ctx) < CM_MAX_LINGERS ? calloc(1, sizeof(*l)) : NULL;
+	/* Our TCP lingers by itself: the released connection sends its FIN
+	 * after the frame and stays until closed. */
+	struct iw_cm_linger *l = !id->rconn && cm_n_lingers(id->ctx) < CM_MAX_LINGERS ? calloc(1, sizeof(*l)) : NULL;
 
 	if (l && id->watch.fd >= 0) {
 		if (id->watching)
@@ -930,6 +1166,13 @@ static void cm_watch_cb(struct iw_watch *w, uint32_t revents)
 		cm_on_accept(id);
 		break;
 	case CM_CONNECTING: {
+		if (id->rconn) {
+			if (id->rconn->state == IWN_TCP_CLOSED)
+				cm_fail(id, id->rconn->err ? id->rconn->err : -ECONNREFUSED);
+			else if (id->rconn->state != IWN_TCP_SYN_SENT)
+				cm_send_request(id);
+			break;
+		}
 		int err = 0;
 		socklen_t len = sizeof(err);
 		if (getsockopt(id->watch.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
@@ -979,8 +1222,17 @@ static void cm_watch_cb(struct iw_watch *w, uint32_t revents)
 		if (id->watching)
 			iw_ctx_watch_del(id->ctx, &id->watch);
 		id->watching = false;
+		if (id->ruser_on)
+			iw_rawdev_user_del(id->ctx->raw, &id->ruser);
+		id->ruser_on = false;
 		break;
 	}
+}
+
+static void cm_raw_user_cb(struct iw_rawdev_user *u)
+{
+	struct iw_cm_id *id = (struct iw_cm_id *)((char *)u - offsetof(struct iw_cm_id, ruser));
+	cm_watch_cb(&id->watch, EPOLLIN | EPOLLOUT);
 }
 
 static void cm_timer_cb(struct iw_timer *t)

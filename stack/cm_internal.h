@@ -4,6 +4,7 @@
 #define IW_CM_INTERNAL_H
 
 #include "internal.h"
+#include "raw/rawdev.h"
 
 #include "../mpa/mpa_frame.h"
 #include "../mpa/mpa_negotiate.h"
@@ -76,6 +77,13 @@ struct iw_cm_id {
 	uint32_t trace_conn;
 
 	struct iw_transport *transport;
+
+	/* IW_TRANSPORT_RAW (ctx->raw): our TCP connection instead of a socket;
+	 * the device's pass calls cm_watch_cb through ruser. */
+	struct iwn_tcp_conn *rconn;
+	struct iw_rawdev_user ruser;
+	bool ruser_on;
+	uint16_t rport; /* listener: the port on our address */
 };
 
 /* Queue an event for id on its channel (private data copied; the

@@ -2,6 +2,11 @@
  * work and the optional progress thread. */
 #include "internal.h"
 
+#include <arpa/inet.h>
+#include <stdio.h>
+
+#include "raw/rawdev.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,6 +318,44 @@ static void ctx_free(struct iw_context *ctx)
 	free(ctx);
 }
 
+/* IW_TRANSPORT_RAW: open the device, put it on the context's loop. */
+static int ctx_raw_open(struct iw_context *ctx, const struct iw_context_attr *a)
+{
+	/* V2 receive ring: each frame is handed over at once. The V3 ring
+	 * waits up to its 1 ms block timeout, which ping-pong latency shows. */
+	struct iw_rawdev_cfg cfg = { .ifname = a->raw_dev, .rx_ring = IW_PKTIO_RX_V2 };
+	char ip[32];
+	unsigned prefix = 24;
+	const char *slash = strchr(a->raw_ip, '/');
+	size_t n = slash ? (size_t)(slash - a->raw_ip) : strlen(a->raw_ip);
+	struct in_addr in;
+	if (n >= sizeof(ip))
+		return -EINVAL;
+	memcpy(ip, a->raw_ip, n);
+	ip[n] = 0;
+	if (inet_pton(AF_INET, ip, &in) != 1 || (slash && (sscanf(slash + 1, "%u", &prefix) != 1 || prefix < 1 ||
+							    prefix > 32)))
+		return -EINVAL;
+	cfg.ip = ntohl(in.s_addr);
+	cfg.prefix = (uint8_t)prefix;
+	const char *imp = getenv("IWARP_RAW_IMPAIR");
+	if (imp && *imp) {
+		unsigned long long seed = 1;
+		if (sscanf(imp, "%u,%u,%llu", &cfg.drop_ppm, &cfg.reorder_ppm, &seed) < 2)
+			return -EINVAL;
+		cfg.impair_seed = seed;
+	}
+	int rc = iw_rawdev_open(&cfg, &ctx->raw, NULL);
+	if (rc < 0)
+		return rc;
+	rc = iw_rawdev_attach(ctx->raw, ctx);
+	if (rc < 0) {
+		iw_rawdev_close(ctx->raw);
+		ctx->raw = NULL;
+	}
+	return rc;
+}
+
 int iw_context_create(const struct iw_context_attr *attr, struct iw_context **out)
 {
 	struct iw_context_attr a = { 0 };
@@ -326,6 +369,9 @@ int iw_context_create(const struct iw_context_attr *attr, struct iw_context **ou
 	if (a.flags & ~(unsigned)IW_CTX_PROGRESS_THREAD)
 		return -EINVAL;
 	if (a.max_mr > IW_MAX_MR_LIMIT)
+		return -EINVAL;
+	if (a.transport != IW_TRANSPORT_KERNEL &&
+	    (a.transport != IW_TRANSPORT_RAW || !a.raw_dev || !a.raw_ip))
 		return -EINVAL;
 
 	struct iw_context *ctx = calloc(1, sizeof(*ctx));
@@ -355,11 +401,19 @@ int iw_context_create(const struct iw_context_attr *attr, struct iw_context **ou
 			goto fail;
 	}
 
+	if (a.transport == IW_TRANSPORT_RAW && (rc = ctx_raw_open(ctx, &a)) < 0) {
+		if (ctx->trace)
+			iw_trace_close(ctx);
+		goto fail;
+	}
+
 	if (a.flags & IW_CTX_PROGRESS_THREAD) {
 		rc = -pthread_create(&ctx->thread, NULL, progress_thread, ctx);
 		if (rc < 0) {
 			if (ctx->trace)
 				iw_trace_close(ctx);
+			iw_rawdev_close(ctx->raw);
+			ctx->raw = NULL;
 			goto fail;
 		}
 		ctx->thread_on = true;
@@ -390,6 +444,8 @@ int iw_context_destroy(struct iw_context *ctx)
 		ctx->thread_on = false;
 	}
 	iw_cm_lingers_free(ctx);
+	iw_rawdev_close(ctx->raw); /* connections still closing are reset */
+	ctx->raw = NULL;
 	if (ctx->trace)
 		iw_trace_close(ctx);
 	iw_ctx_unlock(ctx);

@@ -42,6 +42,7 @@ struct iw_timer {
 };
 
 struct iw_trace;
+struct iw_rawdev;
 
 struct iw_context {
 	pthread_mutex_t lock;
@@ -86,6 +87,8 @@ struct iw_context {
 	uint64_t cq_pushes;  /* completions queued into any CQ, ever */
 	unsigned n_blocked;  /* threads inside epoll_wait with the lock dropped */
 	bool no_wait_once;   /* the next progress call returns without waiting */
+	/* IW_TRANSPORT_RAW: the raw device every connection uses (stack/raw). */
+	struct iw_rawdev *raw;
 };
 
 uint64_t iw_now_ms(void);

@@ -6,6 +6,7 @@
 #include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <netinet/in.h>
 #include <net/if.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -19,6 +20,15 @@
 #define RX_FRAME 2048          /* V2 slot; V3 frames are packed into blocks */
 #define V3_BLOCK (1u << 20)    /* 1 MiB blocks: many frames per hand-over */
 #define TX_SLOT 16384          /* fits a 9000-byte MTU frame plus the header */
+#define HOLD_MAX TX_SLOT       /* largest frame the reorder shim holds back */
+
+/* One frame held back by the reorder shim. age: calls it has waited. */
+struct held {
+	uint8_t *buf;
+	uint32_t len;
+	uint32_t age;
+	bool on;
+};
 
 struct iw_pktio {
 	int rx_fd, tx_fd;
@@ -33,6 +43,9 @@ struct iw_pktio {
 	uint8_t mac[6];
 	uint32_t mtu;
 	struct iw_pktio_stats st;
+	uint32_t drop_ppm, reorder_ppm;
+	uint64_t rng;
+	struct held rx_held, tx_held;
 };
 
 /* Admit ARP, and IPv4 whose destination is ours (0: any); drop the rest
@@ -177,7 +190,26 @@ int iw_pktio_open(const struct iw_pktio_cfg *cfg, struct iw_pktio **out, const c
 	struct iw_pktio *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	p->rx_fd = -1;
 	p->tx_fd = -1;
+	p->drop_ppm = cfg->drop_ppm;
+	p->reorder_ppm = cfg->reorder_ppm;
+	/* xorshift64 must not start at 0. */
+	p->rng = cfg->impair_seed ? cfg->impair_seed : 0x9e3779b97f4a7c15ull;
+	if (cfg->drop_ppm > 1000000 || cfg->reorder_ppm > 1000000 - cfg->drop_ppm) {
+		rc = -EINVAL;
+		w = "impairment probabilities above 1000000 ppm";
+		goto fail;
+	}
+	if (cfg->reorder_ppm) {
+		p->rx_held.buf = malloc(HOLD_MAX);
+		p->tx_held.buf = malloc(HOLD_MAX);
+		if (!p->rx_held.buf || !p->tx_held.buf) {
+			rc = -ENOMEM;
+			w = "out of memory";
+			goto fail;
+		}
+	}
 	/* Protocol 0 until the filter is in place: nothing is queued before. */
 	p->rx_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (p->rx_fd < 0) {
@@ -237,6 +269,8 @@ void iw_pktio_close(struct iw_pktio *p)
 		close(p->rx_fd);
 	if (p->tx_fd >= 0)
 		close(p->tx_fd);
+	free(p->rx_held.buf);
+	free(p->tx_held.buf);
 	free(p);
 }
 
@@ -255,16 +289,104 @@ uint32_t iw_pktio_mtu(const struct iw_pktio *p)
 	return p->mtu;
 }
 
-static void deliver(struct iw_pktio *p, const uint8_t *frame, uint32_t snaplen, uint32_t len, iw_pktio_rx_fn cb,
-		    void *arg)
+static uint16_t be16(const uint8_t *b)
+{
+	return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+static bool is_ipv4(const uint8_t *f, uint32_t len)
+{
+	return len >= ETH_HDR + 20 && be16(f + 12) == ETH_P_IP;
+}
+
+/* A local sender with checksum offload left only the pseudo-header sum
+ * in the TCP/UDP checksum field: compute the whole checksum in place. */
+static bool complete_csum(uint8_t *f, uint32_t len)
+{
+	if (!is_ipv4(f, len) || (f[ETH_HDR] >> 4) != 4)
+		return false;
+	uint32_t ihl = (uint32_t)(f[ETH_HDR] & 0xf) * 4, tot = be16(f + ETH_HDR + 2);
+	uint8_t proto = f[ETH_HDR + 9];
+	uint32_t off = proto == IPPROTO_TCP ? 16 : proto == IPPROTO_UDP ? 6 : 0;
+	if (!off || ihl < 20 || tot < ihl + off + 2 || tot > len - ETH_HDR)
+		return false;
+	uint8_t *l4 = f + ETH_HDR + ihl;
+	uint32_t l4len = tot - ihl, sum = proto + l4len;
+	for (uint32_t i = 12; i < 20; i += 2) /* source and destination address */
+		sum += be16(f + ETH_HDR + i);
+	l4[off] = l4[off + 1] = 0;
+	for (uint32_t i = 0; i + 1 < l4len; i += 2)
+		sum += be16(l4 + i);
+	if (l4len & 1)
+		sum += (uint32_t)l4[l4len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	uint16_t c = (uint16_t)~sum;
+	if (proto == IPPROTO_UDP && c == 0)
+		c = 0xffff; /* RFC 768: 0 means "no checksum" */
+	l4[off] = (uint8_t)(c >> 8);
+	l4[off + 1] = (uint8_t)c;
+	return true;
+}
+
+static uint32_t rand_ppm(struct iw_pktio *p)
+{
+	p->rng ^= p->rng << 13;
+	p->rng ^= p->rng >> 7;
+	p->rng ^= p->rng << 17;
+	return (uint32_t)((p->rng >> 11) % 1000000u);
+}
+
+enum impair { PASS, DROP, HOLD };
+
+static enum impair impair_pick(struct iw_pktio *p, const uint8_t *f, uint32_t len, struct held *h)
+{
+	if ((!p->drop_ppm && !p->reorder_ppm) || !is_ipv4(f, len))
+		return PASS;
+	uint32_t r = rand_ppm(p);
+	if (r < p->drop_ppm)
+		return DROP;
+	if (r < p->drop_ppm + p->reorder_ppm && !h->on && len <= HOLD_MAX) {
+		memcpy(h->buf, f, len);
+		h->len = len;
+		h->age = 0;
+		h->on = true;
+		return HOLD;
+	}
+	return PASS;
+}
+
+static void rx_release(struct iw_pktio *p, iw_pktio_rx_fn cb, void *arg)
+{
+	p->rx_held.on = false;
+	cb(arg, p->rx_held.buf, p->rx_held.len);
+}
+
+static void deliver(struct iw_pktio *p, uint8_t *frame, uint32_t snaplen, uint32_t len, uint32_t status,
+		    iw_pktio_rx_fn cb, void *arg)
 {
 	if (snaplen < len) {
 		p->st.rx_truncated++;
 		return;
 	}
+	if ((status & TP_STATUS_CSUMNOTREADY) && complete_csum(frame, len))
+		p->st.rx_csum_completed++;
 	p->st.rx_frames++;
 	p->st.rx_bytes += len;
+	bool was_held = p->rx_held.on;
+	switch (impair_pick(p, frame, len, &p->rx_held)) {
+	case DROP:
+		p->st.rx_impair_drops++;
+		return;
+	case HOLD:
+		p->st.rx_impair_reorders++;
+		return;
+	case PASS:
+		break;
+	}
 	cb(arg, frame, len);
+	if (was_held && p->rx_held.on)
+		rx_release(p, cb, arg);
 }
 
 static int recv_v2(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
@@ -277,7 +399,7 @@ static int recv_v2(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
 			break;
 		/* The kernel's offsets are trusted no further than the slot. */
 		if (h->tp_mac <= p->rx_slot_size && h->tp_snaplen <= p->rx_slot_size - h->tp_mac)
-			deliver(p, (const uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, cb, arg);
+			deliver(p, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, h->tp_status, cb, arg);
 		__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
 		p->rx_next = (p->rx_next + 1) % p->rx_nslots;
 		n++;
@@ -303,7 +425,8 @@ static int recv_v3(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
 				break;
 			if (h->tp_mac <= p->rx_slot_size - off &&
 			    h->tp_snaplen <= p->rx_slot_size - off - h->tp_mac) {
-				deliver(p, (const uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, cb, arg);
+				deliver(p, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, h->tp_status, cb,
+					arg);
 				n++;
 			}
 			if (!h->tp_next_offset)
@@ -320,15 +443,19 @@ int iw_pktio_recv(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
 {
 	if (!p || !cb || max <= 0)
 		return -EINVAL;
-	return p->rx_ring == IW_PKTIO_RX_V3 ? recv_v3(p, max, cb, arg) : recv_v2(p, max, cb, arg);
+	int n = p->rx_ring == IW_PKTIO_RX_V3 ? recv_v3(p, max, cb, arg) : recv_v2(p, max, cb, arg);
+	/* A held frame waits at most until the end of the next call. */
+	if (p->rx_held.on && p->rx_held.age++ > 0) {
+		rx_release(p, cb, arg);
+		n++;
+	}
+	return n;
 }
 
-int iw_pktio_send(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
+static int ring_put(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
 {
 	const uint32_t data_off = TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
 
-	if (!p || !frame || len < ETH_HDR)
-		return -EINVAL;
 	if (len > p->mtu + ETH_HDR || len > TX_SLOT - data_off)
 		return -EMSGSIZE;
 	struct tpacket2_hdr *h = (struct tpacket2_hdr *)(p->tx_map + (size_t)p->tx_next * TX_SLOT);
@@ -347,10 +474,44 @@ int iw_pktio_send(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
 	return 0;
 }
 
+/* The held frame goes after a newer one; if the ring is full it stays
+ * held (a later send or flush retries). */
+static void tx_release(struct iw_pktio *p)
+{
+	if (ring_put(p, p->tx_held.buf, p->tx_held.len) != -ENOBUFS)
+		p->tx_held.on = false;
+}
+
+int iw_pktio_send(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
+{
+	if (!p || !frame || len < ETH_HDR)
+		return -EINVAL;
+	if (len > p->mtu + ETH_HDR || len > TX_SLOT - (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)))
+		return -EMSGSIZE;
+	bool was_held = p->tx_held.on;
+	switch (impair_pick(p, frame, len, &p->tx_held)) {
+	case DROP:
+		p->st.tx_impair_drops++;
+		return 0; /* lost on the wire, as far as the sender knows */
+	case HOLD:
+		p->st.tx_impair_reorders++;
+		return 0;
+	case PASS:
+		break;
+	}
+	int rc = ring_put(p, frame, len);
+	if (rc == 0 && was_held && p->tx_held.on)
+		tx_release(p);
+	return rc;
+}
+
 int iw_pktio_flush(struct iw_pktio *p)
 {
 	if (!p)
 		return -EINVAL;
+	/* A held frame waits at most until the end of the next flush. */
+	if (p->tx_held.on && p->tx_held.age++ > 0)
+		tx_release(p);
 	if (!p->tx_queued)
 		return 0;
 	p->tx_queued = 0;

@@ -11,6 +11,10 @@
  * Transmit: frames are copied into a TPACKET_V2 ring and sent in one
  * batch by iw_pktio_flush (one syscall for the whole batch).
  *
+ * Frames a local sender left with a partial checksum (veth/tap peers with
+ * checksum offload: TP_STATUS_CSUMNOTREADY) get their TCP/UDP checksum
+ * completed in the ring before delivery, so the receiver can verify it.
+ *
  * Needs CAP_NET_RAW: without it iw_pktio_open fails with -EPERM and the
  * error text says so. Not thread-safe: one owner (the progress loop). */
 #ifndef IW_PKTIO_H
@@ -33,6 +37,13 @@ struct iw_pktio_cfg {
 	uint32_t tx_frames;         /* transmit ring slots, default 512 */
 	uint32_t block_timeout_ms;  /* V3: hand over a partly filled block after this (default 1) */
 	bool no_qdisc_bypass;       /* keep the qdisc (e.g. for tc on the interface) */
+	/* Test impairment (the host may have no netem): IPv4 frames in either
+	 * direction are dropped, or held back and released after the next
+	 * frame (or at the end of the next recv/flush call), with these
+	 * probabilities in parts per million, from a PRNG seeded with
+	 * impair_seed. ARP is never impaired. All 0: off. */
+	uint32_t drop_ppm, reorder_ppm;
+	uint64_t impair_seed;
 };
 
 struct iw_pktio_stats {
@@ -42,6 +53,8 @@ struct iw_pktio_stats {
 	uint64_t tx_frames, tx_bytes;
 	uint64_t tx_ring_full;   /* iw_pktio_send found no free slot */
 	uint64_t tx_flushes;
+	uint64_t rx_csum_completed; /* checksum left to offload by a local sender, filled in */
+	uint64_t rx_impair_drops, rx_impair_reorders, tx_impair_drops, tx_impair_reorders;
 };
 
 struct iw_pktio;

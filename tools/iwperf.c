@@ -221,6 +221,8 @@ static void usage(FILE *f)
 	      "                          latency test always spins)\n"
 	      "        --timeout SEC     fail after SEC seconds without progress (10)\n"
 	      "        --once            server: exit after the first client finished\n"
+	      TC_TRANSPORT_HELP
+	      "                         (--tcp stays a kernel TCP baseline)\n"
 	      "    -v, --verbose         server: one line per connection\n"
 	      "    -h, --help            this text\n"
 	      "\n"
@@ -274,7 +276,7 @@ static int parse_sweep(const char *list, struct perf_opts *o)
 }
 
 enum { OPT_TCP_PORT = 256, OPT_SWEEP, OPT_CRC, OPT_MAX_FPDU, OPT_MARKERS, OPT_TRACE, OPT_TCP, OPT_JSON,
-       OPT_BUSY, OPT_TIMEOUT, OPT_ONCE };
+       OPT_BUSY, OPT_TIMEOUT, OPT_ONCE, OPT_TRANSPORT, OPT_DEV, OPT_IP };
 
 static int parse_opts(int argc, char **argv, struct perf_opts *o)
 {
@@ -300,6 +302,9 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 		{ "busy", no_argument, NULL, OPT_BUSY },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "once", no_argument, NULL, OPT_ONCE },
+		{ "transport", required_argument, NULL, OPT_TRANSPORT },
+		{ "dev", required_argument, NULL, OPT_DEV },
+		{ "ip", required_argument, NULL, OPT_IP },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -324,6 +329,18 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 			if (tc_parse_uint(optarg, 1, 65534, &v))
 				goto bad;
 			o->port = optarg;
+			break;
+		case OPT_TRANSPORT:
+			if (tc_parse_transport(optarg, &o->tr.kind)) {
+				tc_err("invalid transport %s (kernel or raw)", optarg);
+				return -1;
+			}
+			break;
+		case OPT_DEV:
+			o->tr.dev = optarg;
+			break;
+		case OPT_IP:
+			o->tr.ip = optarg;
 			break;
 		case OPT_TCP_PORT:
 			if (tc_parse_uint(optarg, 1, 65535, &v))

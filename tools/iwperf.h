@@ -29,6 +29,8 @@
 
 #include <iwarp/cm.h>
 
+#include "tool_common.h"
+
 #define PERF_PORT "18516"
 #define PERF_MAX_SIZES 64
 #define PERF_SIZE_LIMIT (1u << 30)
@@ -67,6 +69,7 @@ struct perf_opts {
 	uint32_t max_fpdu;
 	const char *trace;
 	double timeout_s;
+	struct tc_transport tr;
 };
 
 /* ------------------------------------------------------------------ */

@@ -646,6 +646,8 @@ static int setup(struct client *cl)
 
 	memset(&ca, 0, sizeof(ca));
 	ca.trace_path = o->trace;
+	if (tc_transport_apply(&o->tr, &ca))
+		return -EINVAL;
 	ca.max_qp = cl->nq > 4096 ? cl->nq : 0;
 	rc = iw_context_create(&ca, &cl->ctx);
 	if (rc) {

@@ -513,6 +513,8 @@ int perf_server(const struct perf_opts *o)
 	s.o = o;
 	memset(&ca, 0, sizeof(ca));
 	ca.trace_path = o->trace;
+	if (tc_transport_apply(&o->tr, &ca))
+		return 2;
 	rc = iw_context_create(&ca, &s.ctx);
 	if (rc) {
 		tc_err("create context: %s", strerror(-rc));
@@ -530,7 +532,12 @@ int perf_server(const struct perf_opts *o)
 		tc_err("listen on %s: %s", tc_addr_str((struct sockaddr *)&ss, name, sizeof(name)), strerror(-rc));
 		goto out;
 	}
-	if (perf_tcp_server_open(o, &s.tcp))
+	/* The plain TCP baseline is kernel TCP: with the raw transport our
+	 * address is not the kernel's, so it listens on every address. */
+	struct perf_opts tcp_o = *o;
+	if (o->tr.kind == IW_TRANSPORT_RAW)
+		tcp_o.bind = NULL;
+	if (perf_tcp_server_open(&tcp_o, &s.tcp))
 		goto out;
 	pfd = calloc(MAX_POLLFDS, sizeof(*pfd));
 	if (pfd == NULL)

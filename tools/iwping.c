@@ -65,6 +65,7 @@ struct opts {
 	enum iw_crc_policy crc;
 	const char *trace;
 	double timeout_s;
+	struct tc_transport tr;
 };
 
 struct conn {
@@ -751,6 +752,7 @@ static void usage(FILE *f)
 	      "        --markers        ask the peer to insert MPA markers\n"
 	      "        --trace FILE     write a pcap of the traffic to FILE\n"
 	      "        --timeout SEC    give up after SEC seconds without progress (10)\n"
+	      TC_TRANSPORT_HELP
 	      "    -h, --help           this text\n"
 	      "\n"
 	      "EXIT STATUS\n"
@@ -759,7 +761,7 @@ static void usage(FILE *f)
 	      f);
 }
 
-enum { OPT_CRC = 256, OPT_MARKERS, OPT_TRACE, OPT_TIMEOUT };
+enum { OPT_CRC = 256, OPT_MARKERS, OPT_TRACE, OPT_TIMEOUT, OPT_TRANSPORT, OPT_DEV, OPT_IP };
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -778,6 +780,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "markers", no_argument, NULL, OPT_MARKERS },
 		{ "trace", required_argument, NULL, OPT_TRACE },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "transport", required_argument, NULL, OPT_TRANSPORT },
+		{ "dev", required_argument, NULL, OPT_DEV },
+		{ "ip", required_argument, NULL, OPT_IP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -817,6 +822,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'v': o->verbose = true; break;
 		case 'V': o->verify = true; break;
+		case OPT_TRANSPORT:
+			if (tc_parse_transport(optarg, &o->tr.kind)) {
+				tc_err("invalid transport %s (kernel or raw)", optarg);
+				return -1;
+			}
+			break;
+		case OPT_DEV: o->tr.dev = optarg; break;
+		case OPT_IP: o->tr.ip = optarg; break;
 		case 'd': o->debug = true; break;
 		case 'P': o->persistent = true; break;
 		case OPT_CRC:
@@ -875,6 +888,8 @@ int main(int argc, char **argv)
 	tc_install_signals();
 	memset(&ca, 0, sizeof(ca));
 	ca.trace_path = a.o.trace;
+	if (tc_transport_apply(&a.o.tr, &ca))
+		return 2;
 	rc = iw_context_create(&ca, &a.ctx);
 	if (rc) {
 		tc_err("create context: %s", strerror(-rc));

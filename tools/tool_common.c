@@ -379,3 +379,30 @@ bool tc_watchdog_expired(const struct tc_watchdog *w)
 {
 	return w->limit_ns != 0 && tc_now_ns() - w->last_ns > w->limit_ns;
 }
+
+int tc_parse_transport(const char *s, enum iw_transport_kind *out)
+{
+	if (strcmp(s, "kernel") == 0)
+		*out = IW_TRANSPORT_KERNEL;
+	else if (strcmp(s, "raw") == 0)
+		*out = IW_TRANSPORT_RAW;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int tc_transport_apply(const struct tc_transport *t, struct iw_context_attr *ca)
+{
+	if (t->kind == IW_TRANSPORT_RAW && (!t->dev || !t->ip)) {
+		tc_err("--transport=raw needs --dev IFACE and --ip ADDR/PREFIX");
+		return -1;
+	}
+	if (t->kind == IW_TRANSPORT_KERNEL && (t->dev || t->ip)) {
+		tc_err("--dev and --ip are for --transport=raw");
+		return -1;
+	}
+	ca->transport = t->kind;
+	ca->raw_dev = t->dev;
+	ca->raw_ip = t->ip;
+	return 0;
+}

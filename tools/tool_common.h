@@ -32,6 +32,22 @@ int tc_parse_seconds(const char *s, double *out);
 int tc_parse_crc(const char *s, enum iw_crc_policy *out);
 const char *tc_crc_str(enum iw_crc_policy p);
 
+/* --transport=kernel|raw, --dev IFACE, --ip ADDR/PREFIX: which TCP the
+ * context uses (issue 8; docs/raw.md). */
+struct tc_transport {
+	enum iw_transport_kind kind;
+	const char *dev, *ip;
+};
+int tc_parse_transport(const char *s, enum iw_transport_kind *out);
+/* Check the combination and fill ca. 0, or -1 after an error message. */
+int tc_transport_apply(const struct tc_transport *t, struct iw_context_attr *ca);
+#define TC_TRANSPORT_HELP                                                                      \
+	"        --transport=kernel|raw\n"                                                     \
+	"                         kernel TCP sockets (default) or our own TCP/IP on\n"         \
+	"                         raw frames (needs CAP_NET_RAW, --dev and --ip)\n"            \
+	"        --dev IFACE      raw: the interface\n"                                         \
+	"        --ip ADDR/PREFIX raw: our IPv4 address (not the kernel's) and prefix\n"
+
 /* getaddrinfo() for TCP; host NULL with passive: the wildcard address.
  * 0, or -EINVAL after printing the resolver's message. */
 int tc_resolve(const char *host, const char *port, bool passive, struct sockaddr_storage *out,

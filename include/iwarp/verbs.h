@@ -49,6 +49,11 @@ enum iw_context_flags {
 	IW_CTX_PROGRESS_THREAD = 1, /* run an internal progress thread */
 };
 
+enum iw_transport_kind {
+	IW_TRANSPORT_KERNEL = 0,
+	IW_TRANSPORT_RAW = 1,
+};
+
 struct iw_context_attr {
 	unsigned flags;
 	/* Write every connection's traffic to this pcap file (Ethernet/IP/TCP
@@ -58,6 +63,16 @@ struct iw_context_attr {
 	/* Limits; 0 takes the default shown. */
 	uint32_t max_qp; /* 4096 */
 	uint32_t max_mr; /* 65536 */
+	/* Transport of every connection of the context. KERNEL (0): kernel
+	 * TCP sockets. RAW: our own TCP/IPv4 over raw frames on raw_dev, as
+	 * address raw_ip ("A.B.C.D/prefix"; one the kernel does not have on
+	 * that interface); IPv4 on-link peers only; needs CAP_NET_RAW
+	 * (iw_context_create fails with -EPERM without it). For tests, the
+	 * environment variable IWARP_RAW_IMPAIR="drop_ppm,reorder_ppm,seed"
+	 * drops/reorders frames (docs/raw.md). */
+	enum iw_transport_kind transport;
+	const char *raw_dev;
+	const char *raw_ip;
 };
 
 int iw_context_create(const struct iw_context_attr *attr, struct iw_context **out);

@@ -216,6 +216,18 @@ int iwn_net_listen(struct iwn_net *net, uint16_t port, uint32_t backlog)
 	return 0;
 }
 
+void iwn_net_unlisten(struct iwn_net *net, uint16_t port, uint64_t now)
+{
+	for (int i = 0; i < IWN_NET_MAX_LISTEN; i++)
+		if (net->listen[i].on && net->listen[i].port == port)
+			net->listen[i].on = false;
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+		struct iwn_net_sock *s = net->socks[i];
+		if (s && !s->accepted && s->c.lport == port)
+			iwn_net_release(net, &s->c, now);
+	}
+}
+
 struct iwn_tcp_conn *iwn_net_accept(struct iwn_net *net, uint16_t port)
 {
 	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {

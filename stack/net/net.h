@@ -74,6 +74,8 @@ void iwn_net_timers(struct iwn_net *net, uint64_t now);
 
 /* Accept connections on port (up to backlog not yet accepted). */
 int iwn_net_listen(struct iwn_net *net, uint16_t port, uint32_t backlog);
+/* Stop accepting on port; connections not yet accepted there are reset. */
+void iwn_net_unlisten(struct iwn_net *net, uint16_t port, uint64_t now);
 /* A passively opened connection that reached ESTABLISHED (or beyond),
  * else NULL. */
 struct iwn_tcp_conn *iwn_net_accept(struct iwn_net *net, uint16_t port);

@@ -1,0 +1,253 @@
+/* The raw device: pktio + the TCP/IPv4 host, stand-alone or in a
+ * context's progress loop. See rawdev.h. */
+#include "rawdev.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define RX_BATCH 64 /* frames (V2) or blocks (V3) per pktio call */
+#define RX_ROUNDS 16 /* bound one poll, so users and timers get a turn */
+
+uint64_t iw_rawdev_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void dev_tx(void *arg, const uint8_t *frame, uint32_t len)
+{
+	struct iw_rawdev *d = arg;
+	int rc = iw_pktio_send(d->pio, frame, len);
+	if (rc == -ENOBUFS) {
+		/* Ring full: push it out and retry once; else the frame is lost
+		 * and TCP resends it. */
+		(void)iw_pktio_flush(d->pio);
+		rc = iw_pktio_send(d->pio, frame, len);
+	}
+	if (rc)
+		d->st.tx_dropped++;
+}
+
+int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, const char **why)
+{
+	const char *w = "bad configuration";
+	int rc = -EINVAL;
+
+	if (!cfg || !out || !cfg->ifname || cfg->ip == 0 || cfg->prefix > 32)
+		goto fail_early;
+	struct iw_rawdev *d = calloc(1, sizeof(*d));
+	if (!d) {
+		rc = -ENOMEM;
+		w = "out of memory";
+		goto fail_early;
+	}
+	uint8_t prefix = cfg->prefix ? cfg->prefix : 24;
+	d->netmask = prefix == 32 ? 0xffffffffu : ~(0xffffffffu >> prefix);
+	d->watch.fd = -1;
+
+	struct iw_pktio_cfg pc = {
+		.ifname = cfg->ifname,
+		.ipv4 = cfg->ip,
+		.rx_ring = cfg->rx_ring,
+		.drop_ppm = cfg->drop_ppm,
+		.reorder_ppm = cfg->reorder_ppm,
+		.impair_seed = cfg->impair_seed,
+	};
+	rc = iw_pktio_open(&pc, &d->pio, &w);
+	if (rc)
+		goto fail;
+
+	struct iwn_net_cfg nc;
+	iwn_net_cfg_default(&nc);
+	iw_pktio_mac(d->pio, nc.mac);
+	nc.ip = cfg->ip;
+	uint32_t mtu = iw_pktio_mtu(d->pio);
+	if (cfg->mtu && cfg->mtu < mtu)
+		mtu = cfg->mtu;
+	if (mtu < 576 || mtu > 65535) {
+		rc = -EINVAL;
+		w = "interface MTU out of range (576..65535)";
+		goto fail;
+	}
+	nc.mtu = (uint16_t)mtu;
+	if (cfg->max_conns)
+		nc.max_conns = cfg->max_conns;
+	nc.tcp.sndbuf = cfg->sndbuf ? cfg->sndbuf : 256u << 10;
+	nc.tcp.rcvbuf = cfg->rcvbuf ? cfg->rcvbuf : 256u << 10;
+	if (getrandom(nc.isn_key, sizeof(nc.isn_key), 0) != (ssize_t)sizeof(nc.isn_key)) {
+		rc = -EIO;
+		w = "no random bytes for the ISN key";
+		goto fail;
+	}
+	nc.tx = dev_tx;
+	nc.tx_arg = d;
+	rc = iwn_net_init(&d->net, &nc);
+	if (rc) {
+		w = "cannot set up the TCP/IP host";
+		goto fail;
+	}
+	*out = d;
+	return 0;
+fail:
+	iw_pktio_close(d->pio);
+	free(d);
+fail_early:
+	if (why)
+		*why = w;
+	return rc;
+}
+
+void iw_rawdev_close(struct iw_rawdev *d)
+{
+	if (!d)
+		return;
+	iw_rawdev_detach(d);
+	iwn_net_fini(&d->net);
+	(void)iw_pktio_flush(d->pio);
+	iw_pktio_close(d->pio);
+	free(d);
+}
+
+int iw_rawdev_fd(const struct iw_rawdev *d)
+{
+	return iw_pktio_fd(d->pio);
+}
+
+uint64_t iw_rawdev_next_deadline_us(const struct iw_rawdev *d)
+{
+	return iwn_net_next_deadline(&d->net);
+}
+
+bool iw_rawdev_on_link(const struct iw_rawdev *d, uint32_t addr)
+{
+	return (addr & d->netmask) == (d->net.cfg.ip & d->netmask);
+}
+
+struct rx_arg {
+	struct iw_rawdev *d;
+	uint64_t now;
+};
+
+static void dev_rx(void *arg, const uint8_t *frame, uint32_t len)
+{
+	struct rx_arg *a = arg;
+	iwn_net_input(&a->d->net, frame, len, a->now);
+}
+
+int iw_rawdev_poll(struct iw_rawdev *d)
+{
+	int total = 0;
+	d->st.polls++;
+	for (int round = 0; round < RX_ROUNDS; round++) {
+		struct rx_arg a = { d, iw_rawdev_now_us() };
+		int n = iw_pktio_recv(d->pio, RX_BATCH, dev_rx, &a);
+		if (n <= 0)
+			break;
+		total += n;
+		/* ACKs go out between batches, not after the whole backlog. */
+		(void)iw_pktio_flush(d->pio);
+	}
+	d->st.frames_in += (uint64_t)total;
+	uint64_t now = iw_rawdev_now_us();
+	if (iwn_net_next_deadline(&d->net) <= now) {
+		d->st.timer_runs++;
+		iwn_net_timers(&d->net, now);
+	}
+	iw_rawdev_flush(d);
+	return total;
+}
+
+static void rearm(struct iw_rawdev *d)
+{
+	if (!d->ctx)
+		return;
+	uint64_t dl = iwn_net_next_deadline(&d->net);
+	if (dl == UINT64_MAX) {
+		iw_ctx_timer_cancel(d->ctx, &d->timer);
+		return;
+	}
+	uint64_t now = iw_rawdev_now_us();
+	/* Round up: the context's timers have millisecond resolution. */
+	uint64_t ms = dl <= now ? 0 : (dl - now + 999) / 1000;
+	iw_ctx_timer_arm(d->ctx, &d->timer, ms);
+}
+
+void iw_rawdev_flush(struct iw_rawdev *d)
+{
+	(void)iw_pktio_flush(d->pio);
+	rearm(d);
+}
+
+static void tell_users(struct iw_rawdev *d)
+{
+	if (d->in_pass)
+		return;
+	d->in_pass = true;
+	for (struct iw_rawdev_user *u = d->users, *next; u; u = next) {
+		next = u->next; /* u may unlink itself */
+		u->cb(u);
+	}
+	d->in_pass = false;
+	iw_rawdev_flush(d);
+}
+
+static void on_watch(struct iw_watch *w, uint32_t revents)
+{
+	(void)revents;
+	struct iw_rawdev *d = (struct iw_rawdev *)((char *)w - offsetof(struct iw_rawdev, watch));
+	iw_rawdev_poll(d);
+	tell_users(d);
+}
+
+static void on_timer(struct iw_timer *t)
+{
+	struct iw_rawdev *d = (struct iw_rawdev *)((char *)t - offsetof(struct iw_rawdev, timer));
+	iw_rawdev_poll(d);
+	tell_users(d);
+}
+
+int iw_rawdev_attach(struct iw_rawdev *d, struct iw_context *ctx)
+{
+	if (!d || !ctx || d->ctx)
+		return -EINVAL;
+	d->watch.fd = iw_pktio_fd(d->pio);
+	d->watch.cb = on_watch;
+	d->timer.cb = on_timer;
+	int rc = iw_ctx_watch_add(ctx, &d->watch, EPOLLIN);
+	if (rc)
+		return rc;
+	d->ctx = ctx;
+	rearm(d);
+	return 0;
+}
+
+void iw_rawdev_detach(struct iw_rawdev *d)
+{
+	if (!d || !d->ctx)
+		return;
+	iw_ctx_watch_del(d->ctx, &d->watch);
+	iw_ctx_timer_cancel(d->ctx, &d->timer);
+	d->ctx = NULL;
+}
+
+void iw_rawdev_user_add(struct iw_rawdev *d, struct iw_rawdev_user *u)
+{
+	u->next = d->users;
+	d->users = u;
+}
+
+void iw_rawdev_user_del(struct iw_rawdev *d, struct iw_rawdev_user *u)
+{
+	for (struct iw_rawdev_user **pp = &d->users; *pp; pp = &(*pp)->next) {
+		if (*pp == u) {
+			*pp = u->next;
+			u->next = NULL;
+			return;
+		}
+	}
+}

@@ -1,0 +1,91 @@
+/* A raw network device: one interface driven by our own TCP/IPv4
+ * (stack/net) over AF_PACKET frame I/O (stack/pktio), owning an IPv4
+ * address the kernel does not have on that interface.
+ *
+ * Two ways to drive it:
+ *   - stand-alone: poll iw_rawdev_fd() for POLLIN and wake up at
+ *     iw_rawdev_next_deadline_us(); call iw_rawdev_poll() then;
+ *   - in a context: iw_rawdev_attach() puts the fd on the context's epoll
+ *     set and keeps a context timer at the stack's next deadline, so
+ *     iw_progress() (or the progress thread) drives the device; users are
+ *     told after every pass (iw_rawdev_user).
+ * After queueing data on a connection (iwn_tcp_send*, close, connect),
+ * call iw_rawdev_flush(): frames leave in one batch and the timer is
+ * re-armed. Not thread-safe: one owner (or the context lock). */
+#ifndef IW_RAWDEV_H
+#define IW_RAWDEV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../internal.h"
+#include "../net/net.h"
+#include "../pktio.h"
+
+struct iw_rawdev_cfg {
+	const char *ifname;
+	uint32_t ip;      /* our address, host order; the kernel must not have it on ifname */
+	uint8_t prefix;   /* on-link network (1..32); 0: 24 */
+	uint32_t mtu;     /* 0 or larger than the interface's: the interface's */
+	enum iw_pktio_rx_ring rx_ring;
+	uint32_t sndbuf, rcvbuf; /* per TCP connection; 0: 256 KiB */
+	uint32_t max_conns;      /* 0: 64 */
+	/* Seeded impairment in pktio (ppm, see pktio.h); 0: none. */
+	uint32_t drop_ppm, reorder_ppm;
+	uint64_t impair_seed;
+};
+
+/* Told after every pass of the device in a context (frames received or
+ * timers run): check your connections. Embed in the owner; unlink before
+ * freeing it. */
+struct iw_rawdev_user {
+	void (*cb)(struct iw_rawdev_user *u);
+	struct iw_rawdev_user *next;
+};
+
+struct iw_rawdev_stats {
+	uint64_t polls, frames_in, timer_runs;
+	uint64_t tx_dropped; /* transmit ring still full after a flush */
+	/* Raw transports on this device: FPDUs placed out of order. */
+	uint64_t ooo_fpdus_placed, ooo_bytes_placed;
+};
+
+struct iw_rawdev {
+	struct iw_pktio *pio;
+	struct iwn_net net;
+	uint32_t netmask; /* host order */
+	struct iw_rawdev_stats st;
+	/* context integration (iw_rawdev_attach) */
+	struct iw_context *ctx;
+	struct iw_watch watch;
+	struct iw_timer timer;
+	struct iw_rawdev_user *users;
+	bool in_pass; /* users are being told: no recursion */
+};
+
+/* 0 or a negative errno (those of iw_pktio_open, -EINVAL for a bad
+ * configuration, -ENOMEM); *why explains a failure. */
+int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, const char **why);
+/* Detaches, aborts every connection, frees everything. */
+void iw_rawdev_close(struct iw_rawdev *d);
+
+/* CLOCK_MONOTONIC in microseconds: the time base of the stack. */
+uint64_t iw_rawdev_now_us(void);
+int iw_rawdev_fd(const struct iw_rawdev *d);
+uint64_t iw_rawdev_next_deadline_us(const struct iw_rawdev *d);
+/* Is addr (host order) on our link? */
+bool iw_rawdev_on_link(const struct iw_rawdev *d, uint32_t addr);
+
+/* Receive what waits, run due timers, send the output. Returns the
+ * frames received. */
+int iw_rawdev_poll(struct iw_rawdev *d);
+/* Send queued frames; in a context, re-arm the timer. */
+void iw_rawdev_flush(struct iw_rawdev *d);
+
+/* Let ctx's progress loop drive the device. 0 or a negative errno. */
+int iw_rawdev_attach(struct iw_rawdev *d, struct iw_context *ctx);
+void iw_rawdev_detach(struct iw_rawdev *d);
+void iw_rawdev_user_add(struct iw_rawdev *d, struct iw_rawdev_user *u);
+void iw_rawdev_user_del(struct iw_rawdev *d, struct iw_rawdev_user *u);
+
+#endif

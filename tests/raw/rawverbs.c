@@ -1,0 +1,321 @@
+/* Test tool: two QPs talking through the raw transport, one on each end
+ * of a veth pair (our TCP/IP on both: pk0 10.77.0.1 and pk1 10.77.0.4, an
+ * address the namespace's kernel does not have), both driven by one
+ * context. The MPA exchange runs over our TCP (raw_mpa), then each side
+ * RDMA WRITEs --mb MiB of pattern to the other, RDMA READs --mb MiB back,
+ * and SENDs a closing message; every byte is checked. Under impairment
+ * (--drop/--reorder ppm) --expect-ooo requires out-of-order placements.
+ *   rawverbs [--mb N] [--drop PPM] [--reorder PPM] [--seed S] [--no-ooo]
+ *            [--expect-ooo] [--no-crc] [--timeout SEC]
+ * Exit 0 on success, 77 without CAP_NET_RAW, 1 on any failure. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pattern.h"
+#include "stack/raw/raw_mpa.h"
+
+#define CHUNK (256u << 10)
+#define PORT 7000
+
+struct side {
+	const char *name;
+	struct iw_rawdev *dev;
+	uint32_t ip;
+	struct iw_pd *pd;
+	struct iw_cq *cq;
+	struct iw_qp *qp;
+	struct iwn_tcp_conn *c;
+	struct iw_raw_mpa mpa;
+	struct iw_transport *t;
+	uint8_t *src, *dst, *rd, *rx;
+	struct iw_mr *src_mr, *dst_mr, *rd_mr, *rx_mr;
+	uint64_t seed;
+	uint32_t writes_done, reads_done, sends_done, recvs;
+	bool failed;
+};
+
+static size_t total;
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "rawverbs: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
+	exit(1);
+}
+
+static int open_side(struct side *s, const char *ifname, uint32_t ip, const struct iw_rawdev_cfg *base,
+		     uint64_t impair_seed, struct iw_context *ctx)
+{
+	struct iw_rawdev_cfg cfg = *base;
+	cfg.ifname = ifname;
+	cfg.ip = ip;
+	cfg.prefix = 24;
+	cfg.impair_seed = impair_seed;
+	const char *why = NULL;
+	int rc = iw_rawdev_open(&cfg, &s->dev, &why);
+	if (rc) {
+		fprintf(stderr, "rawverbs: %s: %s (%s)\n", ifname, strerror(-rc), why ? why : "?");
+		return rc;
+	}
+	s->ip = ip;
+	if ((rc = iw_rawdev_attach(s->dev, ctx)))
+		die("attach", rc);
+	/* Room for every WR posted at once: n WRITEs, n READs, one SEND. */
+	uint32_t n = (uint32_t)(total / CHUNK);
+	if ((rc = iw_alloc_pd(ctx, &s->pd)) || (rc = iw_create_cq(ctx, (int)(2 * n + 16), NULL, &s->cq)))
+		die("pd/cq", rc);
+	struct iw_qp_init_attr qa = { .send_cq = s->cq, .recv_cq = s->cq, .cap = { .max_send_wr = 2 * n + 1 } };
+	if ((rc = iw_create_qp(s->pd, &qa, &s->qp)))
+		die("qp", rc);
+	s->src = malloc(total);
+	s->dst = calloc(1, total);
+	s->rd = calloc(1, total);
+	s->rx = calloc(1, 4096);
+	if (!s->src || !s->dst || !s->rd || !s->rx)
+		die("malloc", ENOMEM);
+	iwt_pattern_fill(s->seed, 0, s->src, (uint32_t)total);
+	unsigned rw = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE;
+	if ((rc = iw_reg_mr(s->pd, s->src, total, IW_ACCESS_REMOTE_READ, &s->src_mr)) ||
+	    (rc = iw_reg_mr(s->pd, s->dst, total, rw, &s->dst_mr)) ||
+	    (rc = iw_reg_mr(s->pd, s->rd, total, IW_ACCESS_LOCAL_WRITE, &s->rd_mr)) ||
+	    (rc = iw_reg_mr(s->pd, s->rx, 4096, IW_ACCESS_LOCAL_WRITE, &s->rx_mr)))
+		die("reg_mr", rc);
+	struct iw_sge sge = { (uint64_t)(uintptr_t)s->rx, 4096, iw_mr_stag(s->rx_mr) };
+	struct iw_recv_wr rwr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 };
+	if ((rc = iw_post_recv(s->qp, &rwr, NULL)))
+		die("post_recv", rc);
+	return 0;
+}
+
+static void post(struct side *s, uint64_t id, enum iw_wr_opcode op, void *local, struct iw_mr *lmr, size_t len,
+		 void *remote, struct iw_mr *rmr)
+{
+	struct iw_sge sge = { (uint64_t)(uintptr_t)local, (uint32_t)len, iw_mr_stag(lmr) };
+	struct iw_send_wr wr = {
+		.wr_id = id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = op,
+		.send_flags = IW_SEND_SIGNALED,
+		.remote_addr = (uint64_t)(uintptr_t)remote,
+		.rkey = rmr ? iw_mr_stag(rmr) : 0,
+	};
+	int rc = iw_post_send(s->qp, &wr, NULL);
+	if (rc)
+		die("post_send", rc);
+}
+
+/* Everything goes out at once: WRITEs to the peer's dst, READs of the
+ * peer's src into rd, then an inline SEND. */
+static void post_all(struct side *s, struct side *peer)
+{
+	uint32_t n = (uint32_t)(total / CHUNK);
+	for (uint32_t i = 0; i < n; i++)
+		post(s, 100 + i, IW_WR_RDMA_WRITE, s->src + (size_t)i * CHUNK, s->src_mr, CHUNK,
+		     peer->dst + (size_t)i * CHUNK, peer->dst_mr);
+	for (uint32_t i = 0; i < n; i++)
+		post(s, 1000 + i, IW_WR_RDMA_READ, s->rd + (size_t)i * CHUNK, s->rd_mr, CHUNK,
+		     peer->src + (size_t)i * CHUNK, peer->src_mr);
+	static char msg[4] = { 'd', 'o', 'n', 'e' };
+	struct iw_sge sge = { (uint64_t)(uintptr_t)msg, 4, 0 };
+	struct iw_send_wr wr = {
+		.wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = IW_WR_SEND,
+		.send_flags = IW_SEND_SIGNALED | IW_SEND_INLINE,
+	};
+	int rc = iw_post_send(s->qp, &wr, NULL);
+	if (rc)
+		die("post_send", rc);
+}
+
+static void poll_side(struct side *s)
+{
+	struct iw_wc wc[32];
+	int n = iw_poll_cq(s->cq, 32, wc);
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != IW_WC_SUCCESS) {
+			fprintf(stderr, "rawverbs: %s: wr %" PRIu64 " status %s\n", s->name, wc[i].wr_id,
+				iw_wc_status_str(wc[i].status));
+			s->failed = true;
+			continue;
+		}
+		switch (wc[i].opcode) {
+		case IW_WC_RDMA_WRITE:
+			s->writes_done++;
+			break;
+		case IW_WC_RDMA_READ:
+			s->reads_done++;
+			break;
+		case IW_WC_SEND:
+			s->sends_done++;
+			break;
+		case IW_WC_RECV:
+			s->recvs++;
+			if (wc[i].byte_len != 4 || memcmp(s->rx, "done", 4) != 0) {
+				fprintf(stderr, "rawverbs: %s: wrong message\n", s->name);
+				s->failed = true;
+			}
+			break;
+		default:
+			fprintf(stderr, "rawverbs: %s: unexpected completion opcode %d\n", s->name, (int)wc[i].opcode);
+			s->failed = true;
+			break;
+		}
+	}
+}
+
+static bool side_done(const struct side *s)
+{
+	uint32_t n = (uint32_t)(total / CHUNK);
+	return s->writes_done == n && s->reads_done == n && s->sends_done == 1 && s->recvs == 1;
+}
+
+static uint64_t arg_u64(int argc, char **argv, const char *name, uint64_t def)
+{
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], name))
+			return strtoull(argv[i + 1], NULL, 0);
+	return def;
+}
+
+static bool arg_flag(int argc, char **argv, const char *name)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], name))
+			return true;
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	total = (size_t)arg_u64(argc, argv, "--mb", 8) << 20;
+	uint64_t seed = arg_u64(argc, argv, "--seed", 1), timeout_s = arg_u64(argc, argv, "--timeout", 60);
+	bool no_ooo = arg_flag(argc, argv, "--no-ooo"), expect_ooo = arg_flag(argc, argv, "--expect-ooo");
+	struct iw_rawdev_cfg base = {
+		.drop_ppm = (uint32_t)arg_u64(argc, argv, "--drop", 0),
+		.reorder_ppm = (uint32_t)arg_u64(argc, argv, "--reorder", 0),
+	};
+	if (total < CHUNK || total % CHUNK || total > (1024u << 20))
+		die("--mb", EINVAL);
+	struct iw_context *ctx;
+	int rc = iw_context_create(NULL, &ctx);
+	if (rc)
+		die("context", rc);
+	static struct side a = { .name = "a", .seed = 101 }, b = { .name = "b", .seed = 202 };
+	if ((rc = open_side(&a, "pk0", 0x0a4d0001u, &base, seed * 2 + 1, ctx)))
+		return rc == -EPERM ? 77 : 1;
+	if ((rc = open_side(&b, "pk1", 0x0a4d0004u, &base, seed * 2 + 2, ctx)))
+		return rc == -EPERM ? 77 : 1;
+
+	struct iw_mpa_settings ms;
+	iw_mpa_settings_default(&ms);
+	if (arg_flag(argc, argv, "--no-crc"))
+		ms.crc = IW_MPA_CRC_OFF;
+	if ((rc = iwn_net_listen(&b.dev->net, PORT, 1)))
+		die("listen", rc);
+	a.c = iwn_net_connect(&a.dev->net, b.ip, PORT, 0, iw_rawdev_now_us(), &rc);
+	if (!a.c)
+		die("connect", rc);
+	iw_rawdev_flush(a.dev);
+
+	uint64_t start = iw_rawdev_now_us(), end = start + timeout_s * 1000000u;
+	bool a_started = false, b_started = false, posted = false;
+	enum { HANDSHAKE, RUNNING } phase = HANDSHAKE;
+	while (iw_rawdev_now_us() < end) {
+		iw_progress(ctx, 10);
+		uint64_t now = iw_rawdev_now_us();
+		if (phase == HANDSHAKE) {
+			iw_ctx_lock(ctx);
+			if (!b.c && (b.c = iwn_net_accept(&b.dev->net, PORT)) != NULL) {
+				iw_raw_mpa_start(&b.mpa, b.c, false, &ms, NULL, 0, now);
+				b_started = true;
+			}
+			if (!a_started && a.c->state == IWN_TCP_ESTABLISHED) {
+				iw_raw_mpa_start(&a.mpa, a.c, true, &ms, NULL, 0, now);
+				a_started = true;
+			}
+			enum iw_raw_mpa_state sa = a_started ? iw_raw_mpa_step(&a.mpa, now) : IW_RAW_MPA_RUNNING;
+			enum iw_raw_mpa_state sb = b_started ? iw_raw_mpa_step(&b.mpa, now) : IW_RAW_MPA_RUNNING;
+			iw_rawdev_flush(a.dev);
+			iw_rawdev_flush(b.dev);
+			if (sa == IW_RAW_MPA_FAILED || sb == IW_RAW_MPA_FAILED) {
+				fprintf(stderr, "rawverbs: MPA failed: a %d b %d (%s / %s)\n", a.mpa.err, b.mpa.err,
+					iw_mpa_reject_reason_str(a.mpa.reason), iw_mpa_reject_reason_str(b.mpa.reason));
+				return 1;
+			}
+			if (sa == IW_RAW_MPA_DONE && sb == IW_RAW_MPA_DONE) {
+				if ((rc = iw_raw_qp_establish(a.qp, a.dev, a.c, true, &a.mpa.outcome, 0, no_ooo, &a.t)) ||
+				    (rc = iw_raw_qp_establish(b.qp, b.dev, b.c, false, &b.mpa.outcome, 0, no_ooo, &b.t)))
+					die("establish", rc);
+				printf("rawverbs: connected: crc %d, mulpdu %u / %u, eff mss %u\n", a.mpa.outcome.crc,
+				       a.qp->conn.cfg.mulpdu, b.qp->conn.cfg.mulpdu, a.c->eff_mss);
+				phase = RUNNING;
+			}
+			iw_ctx_unlock(ctx);
+			continue;
+		}
+		if (!posted) {
+			post_all(&a, &b);
+			post_all(&b, &a);
+			posted = true;
+		}
+		poll_side(&a);
+		poll_side(&b);
+		if (a.failed || b.failed || (side_done(&a) && side_done(&b)))
+			break;
+	}
+	double secs = (double)(iw_rawdev_now_us() - start) / 1e6;
+	bool ok = phase == RUNNING && side_done(&a) && side_done(&b) && !a.failed && !b.failed;
+	struct side *sides[2] = { &a, &b };
+	uint64_t placed = 0;
+	for (int i = 0; i < 2 && phase == RUNNING; i++) {
+		struct side *s = sides[i], *peer = sides[1 - i];
+		int64_t bad_w = iwt_pattern_check(peer->seed, 0, s->dst, (uint32_t)total);
+		int64_t bad_r = iwt_pattern_check(peer->seed, 0, s->rd, (uint32_t)total);
+		if (bad_w >= 0 || bad_r >= 0) {
+			fprintf(stderr, "rawverbs: %s: data wrong at write %" PRId64 " / read %" PRId64 "\n", s->name,
+				bad_w, bad_r);
+			ok = false;
+		}
+		struct iw_raw_stats rs;
+		struct iw_qp_stats qs;
+		iw_raw_transport_get_stats(s->t, &rs);
+		iw_qp_get_stats(s->qp, &qs);
+		placed += rs.ooo_fpdus_placed;
+		const struct iwn_tcp_stats *ts = s->c ? &s->c->stats : NULL;
+		printf("rawverbs: %s: fpdus tx %" PRIu64 " deferred %" PRIu64 "; ooo calls %" PRIu64 " bytes %" PRIu64
+		       " placed %" PRIu64 " fpdus %" PRIu64 " bytes, bad-crc %" PRIu64 " partial %" PRIu64
+		       " skipped %" PRIu64 "; qp bytes placed %" PRIu64,
+		       s->name, rs.fpdus_tx, rs.records_deferred, rs.ooo_calls, rs.ooo_bytes, rs.ooo_fpdus_placed,
+		       rs.ooo_bytes_placed, rs.ooo_bad_crc, rs.ooo_partial, rs.ooo_skipped, qs.bytes_placed);
+		if (ts)
+			printf("; tcp rexmit %" PRIu64 " ooo segs %" PRIu64, ts->retransmitted_segs, ts->ooo_segs);
+		printf("\n");
+	}
+	if (expect_ooo && placed == 0) {
+		fprintf(stderr, "rawverbs: no out-of-order placement under impairment\n");
+		ok = false;
+	}
+	printf("rawverbs: %s: %zu MiB written + read each way in %.3f s\n", ok ? "ok" : "FAILED", total >> 20, secs);
+	/* Teardown: QPs first (their transports release the connections). */
+	for (int i = 0; i < 2; i++) {
+		struct side *s = sides[i];
+		iw_destroy_qp(s->qp);
+		iw_dereg_mr(s->src_mr);
+		iw_dereg_mr(s->dst_mr);
+		iw_dereg_mr(s->rd_mr);
+		iw_dereg_mr(s->rx_mr);
+		iw_destroy_cq(s->cq);
+		iw_dealloc_pd(s->pd);
+	}
+	for (int i = 0; i < 2; i++) {
+		iw_rawdev_close(sides[i]->dev);
+		free(sides[i]->src);
+		free(sides[i]->dst);
+		free(sides[i]->rd);
+		free(sides[i]->rx);
+	}
+	iw_context_destroy(ctx);
+	return ok ? 0 : 1;
+}
