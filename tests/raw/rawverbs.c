@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "pattern.h"
-#include "stack/raw/raw_mpa.h"
+#include "raw_mpa.h"
 
 #define CHUNK (256u << 10)
 #define PORT 7000

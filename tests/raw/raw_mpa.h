@@ -1,13 +1,15 @@
-/* The MPA Request/Reply exchange (RFC 5044 sec. 7, RFC 6581) over one of
- * our own TCP connections, step by step from the owner's loop, and the
- * hand-over of the connection to a QP through the raw transport.
+/* Test scaffolding for rawverbs (two QPs joined without the CM): the MPA
+ * Request/Reply exchange (RFC 5044 sec. 7, RFC 6581) over one of our own
+ * TCP connections, step by step from the owner's loop, and the hand-over
+ * of the connection to a QP through the raw transport. Applications get
+ * this from the CM (stack/cm.c).
  * Reads never go past the peer's frame, so FPDUs right behind it stay in
  * the connection for the transport. */
 #ifndef IW_RAW_MPA_H
 #define IW_RAW_MPA_H
 
-#include "../../mpa/mpa_negotiate.h"
-#include "raw_transport.h"
+#include "mpa/mpa_negotiate.h"
+#include "stack/raw/raw_transport.h"
 
 enum iw_raw_mpa_state {
 	IW_RAW_MPA_RUNNING = 0,
