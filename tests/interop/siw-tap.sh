@@ -4,8 +4,12 @@
 # a tap device (issue 8, part 5).
 #
 # USAGE
-#   siw-tap.sh --out DIR --siw-guest PATH --cache DIR --bin DIR [--only CASE]...
+#   siw-tap.sh --out DIR --siw-guest PATH --cache DIR --bin DIR --testbin DIR
+#              --src DIR [--cc CC] [--only CASE]...
 #   siw-tap.sh --list
+#
+#   --bin iwping, iwdump; --testbin iwrw; --src tests/interop/programs
+#   (siwrw is compiled from there for the guest, as interop.sh does).
 #
 # Setup: a network namespace of its own with one tap device (tap0, up, no
 # address: 10.78.0.1 is ours, the kernel must not answer for it). QEMU runs
@@ -27,9 +31,12 @@
 #
 # Cases: h2g = guest `rping -s` against our `iwping -c`; g2h = guest
 # `rping -c` against our `iwping -s`; 64, 4000 and 60000 bytes with CRC on
-# (our side asks for it), and 4000 bytes with --crc=off. A case passes when
-# both programs exit 0, the ping data on both sides is rping's pattern for
-# every iteration (interop-checks.sh: ping_data), and `iwdump --check`
+# (our side asks for it), and 4000 bytes with --crc=off; and the READ/WRITE
+# case of the interop suite (iwrw against siwrw, 1 B .. 1 MiB, 2 rounds) in
+# both directions, and at 1 MiB with CRC off. A case passes when both
+# programs exit 0, the data checks pass (rping: the ping data on both sides
+# is rping's pattern for every iteration, interop-checks.sh ping_data;
+# READ/WRITE: both programs verified every round), and `iwdump --check`
 # accepts that connection on the tap capture with the expected CRC state.
 #
 # Exit: 0 all pass, 1 a failure, 77 only when qemu cannot run, or the
@@ -37,7 +44,7 @@
 set -uo pipefail
 
 ME="$(readlink -f "${BASH_SOURCE[0]}")"
-OUT=""; SIWG=""; CACHE=""; BIN=""; ONLY=(); LIST=0
+OUT=""; SIWG=""; CACHE=""; BIN=""; TBIN=""; SRC=""; CC=${CC:-cc}; ONLY=(); LIST=0
 CASE_T=25          # per-program bound inside a case (s)
 RUN_T=240          # whole guest run bound (s)
 GO_PORT=7399
@@ -61,6 +68,9 @@ while [[ $# -gt 0 ]]; do
 	--siw-guest) SIWG=$2; shift 2 ;;
 	--cache) CACHE=$2; shift 2 ;;
 	--bin) BIN=$2; shift 2 ;;
+	--testbin) TBIN=$2; shift 2 ;;
+	--src) SRC=$2; shift 2 ;;
+	--cc) CC=$2; shift 2 ;;
 	--only) ONLY+=("$2"); shift 2 ;;
 	--list) LIST=1; shift ;;
 	*) die "unknown argument $1" ;;
@@ -68,36 +78,45 @@ while [[ $# -gt 0 ]]; do
 done
 
 # ------------------------------------------------------------------ cases
-C_NAME=(); C_DIR=(); C_GUEST=(); C_HOST=(); C_COUNT=(); C_CRC=()
-add_case() {  # NAME DIR GUEST HOST COUNT CRC
+C_NAME=(); C_DIR=(); C_GUEST=(); C_HOST=(); C_CHECK=()
+add_case() {  # NAME DIR GUEST HOST CHECK (a function below and its arguments)
 	local keep=1 o
 	if [[ ${#ONLY[@]} -gt 0 ]]; then
 		keep=0
 		for o in "${ONLY[@]}"; do [[ $o = "$1" ]] && keep=1; done
 	fi
 	[[ $keep = 1 ]] || return 0
-	C_NAME+=("$1"); C_DIR+=("$2"); C_GUEST+=("$3"); C_HOST+=("$4"); C_COUNT+=("$5"); C_CRC+=("$6")
+	C_NAME+=("$1"); C_DIR+=("$2"); C_GUEST+=("$3"); C_HOST+=("$4"); C_CHECK+=("$5")
 }
 RAW="--transport=raw --dev $TAP --ip $OUR_IP/24"
 for s in 64 4000 60000; do
 	add_case "tap-h2g-$s" h2g "rping -s -a $GUEST_IP -p @P@ -v -V -C 5 -S $s" \
-		"@IWPING@ -c -a $GUEST_IP -p @P@ -v -V -C 5 -S $s $RAW" 5 on
+		"@IWPING@ -c -a $GUEST_IP -p @P@ -v -V -C 5 -S $s $RAW" "chk_tap_rping 5 on"
 	add_case "tap-g2h-$s" g2h "rping -c -a $OUR_IP -p @P@ -v -V -C 5 -S $s" \
-		"@IWPING@ -s -a $OUR_IP -p @P@ -v -d $RAW" 5 on
+		"@IWPING@ -s -a $OUR_IP -p @P@ -v -d $RAW" "chk_tap_rping 5 on"
 done
 add_case tap-h2g-crcoff h2g "rping -s -a $GUEST_IP -p @P@ -v -V -C 3 -S 4000" \
-	"@IWPING@ -c -a $GUEST_IP -p @P@ -v -V -C 3 -S 4000 --crc=off $RAW" 3 off
+	"@IWPING@ -c -a $GUEST_IP -p @P@ -v -V -C 3 -S 4000 --crc=off $RAW" "chk_tap_rping 3 off"
 add_case tap-g2h-crcoff g2h "rping -c -a $OUR_IP -p @P@ -v -V -C 3 -S 4000" \
-	"@IWPING@ -s -a $OUR_IP -p @P@ -v -d --crc=off $RAW" 3 off
+	"@IWPING@ -s -a $OUR_IP -p @P@ -v -d --crc=off $RAW" "chk_tap_rping 3 off"
+RW_SIZES=1,4000,65537,1048573,1048576
+add_case tap-rw-h2g h2g "@SIWRW@ -s -p @P@ --sizes $RW_SIZES --rounds 2" \
+	"@IWRW@ -c $GUEST_IP -p @P@ --sizes $RW_SIZES --rounds 2 $RAW" "chk_tap_rw 10 on"
+add_case tap-rw-g2h g2h "@SIWRW@ -c $OUR_IP -p @P@ --sizes $RW_SIZES --rounds 2" \
+	"@IWRW@ -s -a $OUR_IP -p @P@ --sizes $RW_SIZES --rounds 2 $RAW" "chk_tap_rw 10 on"
+add_case tap-rw-h2g-crcoff h2g "@SIWRW@ -s -p @P@ --sizes 1048576" \
+	"@IWRW@ -c $GUEST_IP -p @P@ --sizes 1048576 --crc=off $RAW" "chk_tap_rw 1 off"
+add_case tap-rw-g2h-crcoff g2h "@SIWRW@ -c $OUR_IP -p @P@ --sizes 1048576" \
+	"@IWRW@ -s -a $OUR_IP -p @P@ --sizes 1048576 --crc=off $RAW" "chk_tap_rw 1 off"
 [[ ${#C_NAME[@]} -gt 0 ]] || die "no cases selected"
 if [[ $LIST = 1 ]]; then printf '%s\n' "${C_NAME[@]}"; exit 0; fi
 
 [[ -n $OUT ]] || die "need --out"
-for v in SIWG CACHE BIN; do
+for v in SIWG CACHE BIN TBIN SRC; do
 	[[ -n ${!v} ]] || die "missing --${v,,}"
 done
 mkdir -p "$CACHE" 2>/dev/null
-for v in SIWG CACHE BIN; do
+for v in SIWG CACHE BIN TBIN SRC; do
 	[[ -e ${!v} ]] || die "${!v} does not exist"
 	printf -v "$v" '%s' "$(readlink -f "${!v}")"
 done
@@ -109,6 +128,19 @@ if [[ $(id -u) != 0 ]] || ! command -v ip >/dev/null 2>&1; then
 fi
 bash "$SIWG" prepare --variant default --dir "$CACHE" || die "siw-guest prepare failed"
 qemu-system-x86_64 -version >/dev/null 2>&1 || skip "qemu-system-x86_64 cannot run on this machine"
+
+# siwrw for the guest: compiled here (its -dev packages come with
+# prepare), cached by the hash of its sources and the compiler, shared
+# with interop.sh.
+key=$( { cat "$SRC/siwrw.c" "$SRC/rw_proto.c" "$SRC/rw_proto.h"; "$CC" --version 2>&1 | head -n1; } |
+	sha256sum | cut -c1-16)
+SIWRW="$CACHE/siwrw-$key"
+if [[ ! -x $SIWRW ]]; then
+	log "compiling siwrw ($CC)"
+	"$CC" -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o "$SIWRW.tmp.$$" \
+		"$SRC/siwrw.c" "$SRC/rw_proto.c" -libverbs -lrdmacm || die "siwrw does not compile"
+	mv "$SIWRW.tmp.$$" "$SIWRW"
+fi
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -141,12 +173,14 @@ port() { echo $((7200 + $1)); }
 subst() {  # TEXT INDEX
 	local s=$1
 	s=${s//@P@/$(port "$2")}; s=${s//@IWPING@/$BIN/iwping}
+	s=${s//@IWRW@/$TBIN/iwrw}; s=${s//@SIWRW@//tmp/siwrw}
 	printf '%s' "$s"
 }
 
 # ------------------------------------------------------------- guest script
 guest_script() {
 	local i n g
+	echo 'cat /sys/firmware/qemu_fw_cfg/by_name/opt/siwrw/raw >/tmp/siwrw && chmod 755 /tmp/siwrw || exit 3'
 	echo "ip link set eth1 up && ip addr add $GUEST_IP/24 dev eth1 && rdma link add siw1 type siw netdev eth1 || exit 3"
 	# Long lines (60000-byte pings) are cut: the console is slow under TCG.
 	echo 'run_case() { n=$1; shift; { timeout '"$CASE_T"' "$@" 2>/tmp/$n.err; echo $? >/tmp/$n.rc; } | cut -c1-160 >/tmp/$n.log; }'
@@ -191,7 +225,7 @@ host_script() {
 		else
 			printf '  ( cd %q && { timeout -k 5 %d %s; echo $? >host.rc; } >host.log 2>&1 ) & srv=$!\n' \
 				"$cd" "$CASE_T" "$h"
-			# iwping -d says when it listens.
+			# iwping -d and iwrw say when they listen.
 			printf '  for _ in $(seq 100); do grep -aq "listening on" %q/host.log 2>/dev/null && break; sleep 0.1; done\n' "$cd"
 			echo '  go'
 			echo '  wait $srv'
@@ -215,6 +249,7 @@ ip netns exec "$NS" bash "$SIWG" run --variant default --dir "$CACHE" --timeout 
 	--qemu-arg -netdev --qemu-arg "tap,id=t0,ifname=$TAP,script=no,downscript=no,vnet_hdr=off" \
 	--qemu-arg -device --qemu-arg "virtio-net-pci,netdev=t0,mac=52:54:00:78:00:02" \
 	--qemu-arg -object --qemu-arg "filter-dump,id=tapdump,netdev=t0,file=$OUT/tap.pcap" \
+	--qemu-arg -fw_cfg --qemu-arg "name=opt/siwrw,file=$SIWRW" \
 	-- "$(cat "$OUT/guest-script.sh")" &
 GPID=$!
 wait "$GPID"
@@ -229,6 +264,20 @@ done
 grep -a "^G|dmesg| " "$OUT/serial.log" | sed "s/^G|dmesg| //; s/\r$//" >"$OUT/dmesg.txt"
 
 # ------------------------------------------------------------------ verdicts
+chk_tap_rping() {  # COUNT CRC
+	ping_data "$(client_log)" "ping data: " "$1"
+	ping_data "$(server_log)" "server ping data: " "$1"
+	grep -aqi 'mismatch' "$CD/host.log" "$CD/guest.log" && WHY+=("data mismatch reported")
+	iwdump_check tap "$OUT/tap.pcap" "$2" "$CASE_PORT"
+}
+chk_tap_rw() {  # ROUNDS CRC
+	local n
+	grep_need "$CD/host.log" "RESULT PASS rw" "iwrw did not pass"
+	grep_need "$CD/guest.log" "RESULT PASS rw" "siwrw did not pass"
+	n=$(grep -ac 'verified both ways' "$(client_log)")
+	[[ $n = "$1" ]] || WHY+=("$n rounds verified, expected $1")
+	iwdump_check tap "$OUT/tap.pcap" "$2" "$CASE_PORT"
+}
 PASS=0; FAIL=0
 : >"$OUT/matrix.txt"
 for i in "${!C_NAME[@]}"; do
@@ -238,10 +287,8 @@ for i in "${!C_NAME[@]}"; do
 	hrc=$(cat "$CD/host.rc" 2>/dev/null || echo none); grc=$(cat "$CD/guest.rc" 2>/dev/null); grc=${grc:-none}
 	[[ $hrc = 0 ]] || WHY+=("host exit $hrc")
 	[[ $grc = 0 ]] || WHY+=("guest exit $grc")
-	ping_data "$(client_log)" "ping data: " "${C_COUNT[i]}"
-	ping_data "$(server_log)" "server ping data: " "${C_COUNT[i]}"
-	grep -aqi 'mismatch' "$CD/host.log" "$CD/guest.log" && WHY+=("data mismatch reported")
-	iwdump_check tap "$OUT/tap.pcap" "${C_CRC[i]}" "$CASE_PORT"
+	read -ra chk <<<"${C_CHECK[i]}"
+	"${chk[@]}"
 	if [[ ${#WHY[@]} = 0 ]]; then
 		v="PASS"; PASS=$((PASS + 1))
 	else
