@@ -483,8 +483,7 @@ static int cm_dead_peer_opts(int fd, uint32_t ms)
 }
 
 /* cm_establish over our TCP (IW_TRANSPORT_RAW): the connection goes to a
- * raw transport. Not supported there (yet): dead_peer_timeout_ms and the
- * initiator's first-FPDU delay. */
+ * raw transport. Not supported there (yet): dead_peer_timeout_ms. */
 static void cm_establish_raw(struct iw_cm_id *id, bool initiator, const void *peer_pd, uint16_t peer_pd_len)
 {
 	struct iw_qp *qp = id->qp;
@@ -502,6 +501,7 @@ static void cm_establish_raw(struct iw_cm_id *id, bool initiator, const void *pe
 		.dev = id->ctx->raw,
 		.conn = id->rconn,
 		.tx_gate = !initiator && o->wait_for_first_fpdu,
+		.tx_delay_ms = initiator ? id->first_fpdu_delay_ms : 0,
 		.send_rtr = initiator && o->p2p && o->rtr == IW_MPA_RTR_WRITE,
 		.cm_id = id,
 	};

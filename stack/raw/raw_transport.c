@@ -30,6 +30,8 @@ struct raw_transport {
 	struct iwn_tcp_conn *c;
 	struct iw_rawdev_user user;
 	struct iw_timer timer;
+	struct iw_timer delay_timer; /* initiator: first-FPDU delay */
+	uint32_t tx_delay_ms;
 	enum rt_state state;
 	bool gated, send_rtr, place_ooo, user_on;
 	struct iw_cm_id *cm_id;
@@ -95,6 +97,7 @@ static void rt_finish(struct raw_transport *t, int err, bool notify_qp, bool abo
 		return;
 	t->state = RT_CLOSED;
 	iw_ctx_timer_cancel(t->ctx, &t->timer);
+	iw_ctx_timer_cancel(t->ctx, &t->delay_timer);
 	if (t->user_on)
 		iw_rawdev_user_del(t->dev, &t->user);
 	t->user_on = false;
@@ -314,6 +317,18 @@ static void rt_timer_cb(struct iw_timer *tm)
 	rt_leave(t);
 }
 
+/* The initiator's first-FPDU delay is over. */
+static void rt_delay_cb(struct iw_timer *tm)
+{
+	struct raw_transport *t = (struct raw_transport *)((char *)tm - offsetof(struct raw_transport, delay_timer));
+	rt_enter(t);
+	if (t->gated) {
+		t->gated = false;
+		rt_tx(t);
+	}
+	rt_leave(t);
+}
+
 static void op_kick(struct iw_transport *bt)
 {
 	struct raw_transport *t = rt_of(bt);
@@ -380,8 +395,10 @@ struct iw_transport *iw_raw_transport_create(struct iw_context *ctx, struct iw_q
 	t->c = cfg->conn;
 	t->user.cb = rt_user_cb;
 	t->timer.cb = rt_timer_cb;
+	t->delay_timer.cb = rt_delay_cb;
 	t->state = RT_INIT;
-	t->gated = cfg->tx_gate;
+	t->gated = cfg->tx_gate || cfg->tx_delay_ms;
+	t->tx_delay_ms = cfg->tx_delay_ms;
 	t->send_rtr = cfg->send_rtr;
 	t->place_ooo = !cfg->no_ooo_place;
 	t->cm_id = cfg->cm_id;
@@ -423,6 +440,8 @@ int iw_raw_transport_start(struct iw_transport *bt)
 	iw_rawdev_user_add(t->dev, &t->user);
 	t->user_on = true;
 	t->state = RT_OPEN;
+	if (t->tx_delay_ms)
+		iw_ctx_timer_arm(t->ctx, &t->delay_timer, t->tx_delay_ms);
 	rt_enter(t);
 	rt_rx(t); /* bytes may have arrived behind the MPA exchange */
 	rt_tx(t);

@@ -26,6 +26,7 @@ struct iw_raw_tcfg {
 	struct iw_rawdev *dev;
 	struct iwn_tcp_conn *conn; /* established, MPA done; the transport releases it */
 	bool tx_gate;  /* responder: send nothing before the initiator's first FPDU */
+	uint32_t tx_delay_ms; /* initiator: hold the first FPDU this long (siw, see cm.h) */
 	bool send_rtr; /* initiator, p2p: a zero-length RDMA WRITE goes first (RFC 6581) */
 	bool no_ooo_place; /* never place out of order (for comparison) */
 	struct iw_cm_id *cm_id; /* told when the stream ends (NULL: nobody) */

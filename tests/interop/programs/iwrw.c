@@ -51,6 +51,7 @@ struct opts {
 	struct iw_term_cause cause;
 	const char *expect_status;
 	unsigned reject_count; /* rejects to serve (--reject-count) */
+	struct tc_transport tr; /* --transport/--dev/--ip (raw: docs/raw.md) */
 };
 
 static struct rw eng; /* large (work request table): static */
@@ -383,14 +384,16 @@ static void usage(void)
 	      "  [--pdata N] [--reject N] [--expect-reject N] [--flood-size N] [--flood-depth N]\n"
 	      "  [--flood-ms MS] [--disconnect client|server] [--ird N] [--ord N]\n"
 	      "  [--crc on|off|required] [--trace FILE] [--timeout SEC] [--expect-cause L,E,C]\n"
-	      "  [--expect-status NAME] [--reject-count N] [-v]\n",
+	      "  [--expect-status NAME] [--reject-count N] [-v]\n"
+	      "  [--transport=kernel|raw --dev IFACE --ip ADDR/PREFIX]\n",
 	      stderr);
 }
 
 static int parse(int argc, char **argv, struct opts *o, struct rw_cfg *cfg)
 {
 	enum { O_SIZES = 256, O_ROUNDS, O_PDATA, O_REJECT, O_XREJECT, O_FSIZE, O_FDEPTH, O_FMS, O_DISC, O_CRC,
-	       O_TRACE, O_TIMEOUT, O_XCAUSE, O_XSTATUS, O_IRD, O_ORD, O_RCOUNT };
+	       O_TRACE, O_TIMEOUT, O_XCAUSE, O_XSTATUS, O_IRD, O_ORD, O_RCOUNT,
+	       O_TRANSPORT, O_DEV, O_IP };
 	static const struct option lo[] = {
 		{ "sizes", 1, NULL, O_SIZES }, { "rounds", 1, NULL, O_ROUNDS }, { "pdata", 1, NULL, O_PDATA },
 		{ "reject", 1, NULL, O_REJECT }, { "expect-reject", 1, NULL, O_XREJECT },
@@ -399,6 +402,7 @@ static int parse(int argc, char **argv, struct opts *o, struct rw_cfg *cfg)
 		{ "trace", 1, NULL, O_TRACE }, { "timeout", 1, NULL, O_TIMEOUT },
 		{ "expect-cause", 1, NULL, O_XCAUSE }, { "expect-status", 1, NULL, O_XSTATUS },
 		{ "ird", 1, NULL, O_IRD }, { "ord", 1, NULL, O_ORD }, { "reject-count", 1, NULL, O_RCOUNT },
+		{ "transport", 1, NULL, O_TRANSPORT }, { "dev", 1, NULL, O_DEV }, { "ip", 1, NULL, O_IP },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -443,6 +447,9 @@ static int parse(int argc, char **argv, struct opts *o, struct rw_cfg *cfg)
 		case O_IRD: if (tc_parse_uint(optarg, 1, 128, &v)) return -1; o->ird = (uint16_t)v; break;
 		case O_ORD: if (tc_parse_uint(optarg, 1, 128, &v)) return -1; o->ord = (uint16_t)v; break;
 		case O_RCOUNT: if (tc_parse_uint(optarg, 1, 100, &v)) return -1; o->reject_count = (unsigned)v; break;
+		case O_TRANSPORT: if (tc_parse_transport(optarg, &o->tr.kind)) return -1; break;
+		case O_DEV: o->tr.dev = optarg; break;
+		case O_IP: o->tr.ip = optarg; break;
 		default: return -1;
 		}
 	}
@@ -497,6 +504,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	memset(&ca, 0, sizeof(ca));
 	ca.trace_path = o.trace;
+	if (tc_transport_apply(&o.tr, &ca))
+		return 2;
 	rc = iw_context_create(&ca, &b->ctx);
 	if (!rc)
 		rc = iw_alloc_pd(b->ctx, &b->pd);
