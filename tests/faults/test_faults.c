@@ -810,6 +810,11 @@ static void child_peer(int wfd, const struct sockaddr_storage *dst)
 	uint32_t out = 0;
 	for (uint64_t k = 0;; k++) {
 		struct iw_wc wc[16];
+		/* A slow reader: the parent's 256 MiB of WRITEs must still be in
+		 * flight when it kills us. Reading at full speed on the other core
+		 * let one progress call of the parent (posts now send inline)
+		 * complete them all before the kill. */
+		usleep(2000);
 		iw_progress(c, 5);
 		int m = iw_poll_cq(cq, 16, wc);
 		for (int i = 0; i < m; i++) {
