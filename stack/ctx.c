@@ -3,11 +3,8 @@
 #include "internal.h"
 
 #include <arpa/inet.h>
-#include <stdio.h>
-
-#include "raw/rawdev.h"
-
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -15,6 +12,8 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "raw/rawdev.h"
 
 #define MAX_EVENTS 64
 #define DEFERRED_ROUNDS 64 /* bound one progress call's deferred passes */

@@ -826,8 +826,6 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 	/* An iWARP READ sink is one STag: one SGE; inline makes no sense. */
 	if (read && (inl || wr->num_sge > 1 || c->cfg.ord == 0))
 		return -EINVAL;
-	if (c->sq_tail - c->sq_head >= qp->cap.max_send_wr)
-		return -ENOSPC;
 
 	struct iw_sq_meta *m = meta_of(qp, c->sq_tail);
 	uint64_t total = 0;
