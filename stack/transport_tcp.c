@@ -30,8 +30,10 @@
  *
  * Re-entrancy: engine events run QP code that may kick, shut down or even
  * destroy this transport; such calls made while the transport is inside
- * one of its own steps are recorded and run when the step unwinds. */
+ * one of its own steps are recorded and run when the step unwinds
+ * (tp_guard.h, shared with the raw transport). */
 #include "internal.h"
+#include "tp_guard.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -62,7 +64,6 @@
 #define TP_CLOSE_TIMEOUT_MS 5000  /* graceful close: wait this long for the peer's FIN */
 
 enum tp_state { TP_INIT, TP_OPEN, TP_DRAINING, TP_WR_SHUT, TP_CLOSED };
-enum { SHUT_NONE = 0, SHUT_GRACEFUL = 1, SHUT_ABORT = 2 };
 
 struct tcp_transport {
 	struct iw_transport base;
@@ -80,9 +81,7 @@ struct tcp_transport {
 	struct iw_cm_id *cm_id;
 
 	/* Calls made from inside our own steps, run when they unwind. */
-	int depth;
-	bool kick_req, destroy_req;
-	int shut_req;
+	struct iw_tp_guard guard;
 
 	/* Backlog: pulled, not yet taken by the kernel. */
 	struct iovec iov[TP_IOV_MAX];
@@ -287,7 +286,7 @@ static void tp_rx(struct tcp_transport *t)
 		iw_trace_data(t->ctx, t->trace_conn, false, v, n + 1, (size_t)r);
 		if (t->gated) {
 			t->gated = false; /* the initiator is in FPDU mode: we may talk */
-			t->kick_req = true;
+			t->guard.kick_req = true;
 		}
 		size_t direct = (size_t)r < prep ? (size_t)r : prep;
 		if (direct)
@@ -328,39 +327,36 @@ static void tp_free(struct tcp_transport *t)
 	free(t);
 }
 
-static void tp_enter(struct tcp_transport *t)
+static void tp_guard_tx(void *t)
 {
-	t->depth++;
+	tp_tx(t);
 }
 
-/* Unwind one level; the outermost runs what was asked meanwhile. Returns
- * false when the transport was freed. */
+static void tp_guard_shutdown(void *t, bool abortive)
+{
+	tp_do_shutdown(t, abortive);
+}
+
+static void tp_guard_free(void *t)
+{
+	tp_free(t);
+}
+
+static const struct iw_tp_guard_ops tp_guard_ops = {
+	.tx = tp_guard_tx,
+	.shutdown = tp_guard_shutdown,
+	.free = tp_guard_free,
+};
+
+static void tp_enter(struct tcp_transport *t)
+{
+	iw_tp_guard_enter(&t->guard);
+}
+
+/* Returns false when the transport was freed. */
 static bool tp_leave(struct tcp_transport *t)
 {
-	if (t->depth > 1) {
-		t->depth--;
-		return true;
-	}
-	for (;;) {
-		if (t->destroy_req) {
-			tp_free(t);
-			return false;
-		}
-		if (t->shut_req) {
-			int s = t->shut_req;
-			t->shut_req = SHUT_NONE;
-			tp_do_shutdown(t, s == SHUT_ABORT);
-			continue;
-		}
-		if (t->kick_req) {
-			t->kick_req = false;
-			tp_tx(t);
-			continue;
-		}
-		break;
-	}
-	t->depth = 0;
-	return true;
+	return iw_tp_guard_leave(&t->guard, &tp_guard_ops, t);
 }
 
 static void tp_watch_cb(struct iw_watch *w, uint32_t revents)
@@ -402,10 +398,8 @@ static void op_kick(struct iw_transport *bt)
 {
 	struct tcp_transport *t = tp_of(bt);
 
-	if (t->depth) {
-		t->kick_req = true;
+	if (iw_tp_guard_defer_kick(&t->guard))
 		return;
-	}
 	tp_enter(t);
 	tp_tx(t);
 	tp_leave(t);
@@ -415,12 +409,8 @@ static void op_shutdown(struct iw_transport *bt, bool abortive)
 {
 	struct tcp_transport *t = tp_of(bt);
 
-	if (t->depth) {
-		int want = abortive ? SHUT_ABORT : SHUT_GRACEFUL;
-		if (want > t->shut_req)
-			t->shut_req = want;
+	if (iw_tp_guard_defer_shutdown(&t->guard, abortive))
 		return;
-	}
 	tp_enter(t);
 	tp_do_shutdown(t, abortive);
 	tp_leave(t);
@@ -430,10 +420,8 @@ static void op_destroy(struct iw_transport *bt)
 {
 	struct tcp_transport *t = tp_of(bt);
 
-	if (t->depth) {
-		t->destroy_req = true;
+	if (iw_tp_guard_defer_destroy(&t->guard))
 		return;
-	}
 	tp_free(t);
 }
 

@@ -3,6 +3,7 @@
  * kick, shut down or destroy us from inside our own steps; such calls are
  * recorded and run when the outermost step unwinds. */
 #include "raw_transport.h"
+#include "../tp_guard.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -21,7 +22,6 @@
 #define RT_CLOSE_TIMEOUT_MS 5000
 
 enum rt_state { RT_INIT, RT_OPEN, RT_DRAINING, RT_WR_SHUT, RT_CLOSED };
-enum { SHUT_NONE = 0, SHUT_GRACEFUL = 1, SHUT_ABORT = 2 };
 
 struct raw_transport {
 	struct iw_transport base;
@@ -35,9 +35,7 @@ struct raw_transport {
 	enum rt_state state;
 	bool gated, send_rtr, place_ooo, user_on;
 	struct iw_cm_id *cm_id;
-	int depth;
-	bool kick_req, destroy_req;
-	int shut_req;
+	struct iw_tp_guard guard;
 	/* The FPDU pulled but not yet taken by TCP (its send buffer was full). */
 	uint8_t *scratch;
 	uint32_t pend_len;
@@ -222,7 +220,7 @@ static void rt_rx(struct raw_transport *t)
 		}
 		if (direct + k && t->gated) {
 			t->gated = false; /* the initiator is in FPDU mode: we may talk */
-			t->kick_req = true;
+			t->guard.kick_req = true;
 		}
 		if (direct + k == 0)
 			break;
@@ -264,37 +262,36 @@ static void rt_free(struct raw_transport *t)
 	free(t);
 }
 
-static void rt_enter(struct raw_transport *t)
+static void rt_guard_tx(void *t)
 {
-	t->depth++;
+	rt_tx(t);
 }
 
+static void rt_guard_shutdown(void *t, bool abortive)
+{
+	rt_do_shutdown(t, abortive);
+}
+
+static void rt_guard_free(void *t)
+{
+	rt_free(t);
+}
+
+static const struct iw_tp_guard_ops rt_guard_ops = {
+	.tx = rt_guard_tx,
+	.shutdown = rt_guard_shutdown,
+	.free = rt_guard_free,
+};
+
+static void rt_enter(struct raw_transport *t)
+{
+	iw_tp_guard_enter(&t->guard);
+}
+
+/* Returns false when the transport was freed. */
 static bool rt_leave(struct raw_transport *t)
 {
-	if (t->depth > 1) {
-		t->depth--;
-		return true;
-	}
-	for (;;) {
-		if (t->destroy_req) {
-			rt_free(t);
-			return false;
-		}
-		if (t->shut_req) {
-			int s = t->shut_req;
-			t->shut_req = SHUT_NONE;
-			rt_do_shutdown(t, s == SHUT_ABORT);
-			continue;
-		}
-		if (t->kick_req) {
-			t->kick_req = false;
-			rt_tx(t);
-			continue;
-		}
-		break;
-	}
-	t->depth = 0;
-	return true;
+	return iw_tp_guard_leave(&t->guard, &rt_guard_ops, t);
 }
 
 /* The device received frames or ran timers: our connection may have
@@ -332,10 +329,8 @@ static void rt_delay_cb(struct iw_timer *tm)
 static void op_kick(struct iw_transport *bt)
 {
 	struct raw_transport *t = rt_of(bt);
-	if (t->depth) {
-		t->kick_req = true;
+	if (iw_tp_guard_defer_kick(&t->guard))
 		return;
-	}
 	rt_enter(t);
 	rt_tx(t);
 	rt_leave(t);
@@ -344,12 +339,8 @@ static void op_kick(struct iw_transport *bt)
 static void op_shutdown(struct iw_transport *bt, bool abortive)
 {
 	struct raw_transport *t = rt_of(bt);
-	if (t->depth) {
-		int want = abortive ? SHUT_ABORT : SHUT_GRACEFUL;
-		if (want > t->shut_req)
-			t->shut_req = want;
+	if (iw_tp_guard_defer_shutdown(&t->guard, abortive))
 		return;
-	}
 	rt_enter(t);
 	rt_do_shutdown(t, abortive);
 	rt_leave(t);
@@ -358,10 +349,8 @@ static void op_shutdown(struct iw_transport *bt, bool abortive)
 static void op_destroy(struct iw_transport *bt)
 {
 	struct raw_transport *t = rt_of(bt);
-	if (t->depth) {
-		t->destroy_req = true;
+	if (iw_tp_guard_defer_destroy(&t->guard))
 		return;
-	}
 	rt_free(t);
 }
 
