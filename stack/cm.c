@@ -482,21 +482,28 @@ static int cm_dead_peer_opts(int fd, uint32_t ms)
 	return 0;
 }
 
+/* What the MPA exchange negotiated, for the QP; mulpdu from the transport. */
+static struct iw_qp_conn_params cm_conn_params(const struct iw_cm_id *id, uint32_t mulpdu)
+{
+	const struct iw_mpa_outcome *o = &id->outcome;
+	return (struct iw_qp_conn_params){
+		.crc = o->crc,
+		.markers_tx = o->markers_tx,
+		.markers_rx = o->markers_rx,
+		.ird = o->ird,
+		.ord = o->ord,
+		.mulpdu = mulpdu,
+		.max_ulpdu_rx = (uint16_t)id->max_ulpdu_rx, /* checked <= 65535; 0: the maximum */
+	};
+}
+
 /* cm_establish over our TCP (IW_TRANSPORT_RAW): the connection goes to a
  * raw transport. Not supported there (yet): dead_peer_timeout_ms. */
 static void cm_establish_raw(struct iw_cm_id *id, bool initiator, const void *peer_pd, uint16_t peer_pd_len)
 {
 	struct iw_qp *qp = id->qp;
 	const struct iw_mpa_outcome *o = &id->outcome;
-	struct iw_qp_conn_params p = {
-		.crc = o->crc,
-		.markers_tx = o->markers_tx,
-		.markers_rx = o->markers_rx,
-		.ird = o->ird,
-		.ord = o->ord,
-		.mulpdu = iw_raw_mulpdu(id->rconn, o->markers_tx, id->max_ulpdu),
-		.max_ulpdu_rx = (uint16_t)id->max_ulpdu_rx,
-	};
+	struct iw_qp_conn_params p = cm_conn_params(id, iw_raw_mulpdu(id->rconn, o->markers_tx, id->max_ulpdu));
 	struct iw_raw_tcfg tc = {
 		.dev = id->ctx->raw,
 		.conn = id->rconn,
@@ -539,23 +546,6 @@ static void cm_establish(struct iw_cm_id *id, bool initiator, const void *peer_p
 {
 	struct iw_qp *qp = id->qp;
 	const struct iw_mpa_outcome *o = &id->outcome;
-	struct iw_qp_conn_params p = {
-		.crc = o->crc,
-		.markers_tx = o->markers_tx,
-		.markers_rx = o->markers_rx,
-		.ird = o->ird,
-		.ord = o->ord,
-		.mulpdu = iw_tcp_mulpdu(id->watch.fd, o->markers_tx, id->max_ulpdu),
-		.max_ulpdu_rx = (uint16_t)id->max_ulpdu_rx, /* checked <= 65535; 0: the maximum */
-	};
-	struct iw_tcp_cfg tc = {
-		.fd = id->watch.fd,
-		.tx_gate = !initiator && o->wait_for_first_fpdu,
-		.send_rtr = initiator && o->p2p && o->rtr == IW_MPA_RTR_WRITE,
-		.tx_delay_ms = initiator ? id->first_fpdu_delay_ms : 0,
-		.trace_conn = id->trace_conn,
-		.cm_id = id,
-	};
 	struct iw_transport *t;
 	int rc;
 
@@ -580,6 +570,15 @@ static void cm_establish(struct iw_cm_id *id, bool initiator, const void *peer_p
 		return;
 	}
 
+	struct iw_qp_conn_params p = cm_conn_params(id, iw_tcp_mulpdu(id->watch.fd, o->markers_tx, id->max_ulpdu));
+	struct iw_tcp_cfg tc = {
+		.fd = id->watch.fd,
+		.tx_gate = !initiator && o->wait_for_first_fpdu,
+		.send_rtr = initiator && o->p2p && o->rtr == IW_MPA_RTR_WRITE,
+		.tx_delay_ms = initiator ? id->first_fpdu_delay_ms : 0,
+		.trace_conn = id->trace_conn,
+		.cm_id = id,
+	};
 	t = iw_tcp_transport_create(id->ctx, qp, &tc);
 	if (!t) {
 		cm_fail(id, -ENOMEM);
