@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/iw_bytes.h"
 #include "mpa/mpa_frame.h"
 #include "mpa/mpa_wire.h"
 #include "qp_live.h"
@@ -131,16 +132,6 @@ static struct dir *flow(int af, const uint8_t *src, const uint8_t *dst, uint16_t
 	return d;
 }
 
-static uint16_t be16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static void tcp(int af, const uint8_t *src, const uint8_t *dst, const uint8_t *p, size_t n)
 {
 	if (n < 20)
@@ -149,10 +140,10 @@ static void tcp(int af, const uint8_t *src, const uint8_t *dst, const uint8_t *p
 	if (off < 20 || off > n)
 		return;
 	uint8_t flags = p[13];
-	struct dir *d = flow(af, src, dst, be16(p), be16(p + 2));
+	struct dir *d = flow(af, src, dst, iw_get_be16(p), iw_get_be16(p + 2));
 	if (!d)
 		return;
-	uint32_t seq = be32(p + 4);
+	uint32_t seq = iw_get_be32(p + 4);
 	if (flags & 0x02) { /* SYN: data starts one past it */
 		if (flags & 0x10)
 			d->synack = true;
@@ -173,16 +164,16 @@ static void ip(const uint8_t *p, size_t n)
 	if (p[0] >> 4 == 4) {
 		if (n < 20)
 			return;
-		size_t ihl = (size_t)(p[0] & 15) * 4, tot = be16(p + 2);
+		size_t ihl = (size_t)(p[0] & 15) * 4, tot = iw_get_be16(p + 2);
 		if (p[9] != 6 || ihl < 20 || tot < ihl || tot > n)
 			return;
-		if (be16(p + 6) & 0x3FFF)
+		if (iw_get_be16(p + 6) & 0x3FFF)
 			return; /* fragments: not expected on these captures */
 		tcp(4, p + 12, p + 16, p + ihl, tot - ihl);
 	} else if (p[0] >> 4 == 6) {
 		if (n < 40)
 			return;
-		size_t pl = be16(p + 4);
+		size_t pl = iw_get_be16(p + 4);
 		if (p[6] != 6 || 40 + pl > n)
 			return;
 		tcp(6, p + 8, p + 24, p + 40, pl);
@@ -194,9 +185,9 @@ static void frame(uint32_t linktype, const uint8_t *p, size_t n)
 	switch (linktype) {
 	case 1: { /* Ethernet, possibly VLAN-tagged */
 		size_t off = 12;
-		while (off + 2 <= n && (be16(p + off) == 0x8100 || be16(p + off) == 0x88A8))
+		while (off + 2 <= n && (iw_get_be16(p + off) == 0x8100 || iw_get_be16(p + off) == 0x88A8))
 			off += 4;
-		if (off + 2 <= n && (be16(p + off) == 0x0800 || be16(p + off) == 0x86DD))
+		if (off + 2 <= n && (iw_get_be16(p + off) == 0x0800 || iw_get_be16(p + off) == 0x86DD))
 			ip(p + off + 2, n - off - 2);
 		break;
 	}
