@@ -74,7 +74,8 @@ struct fz {
 	bool peer_closed;
 	uint32_t mulpdu;
 	struct iw_mpa_rx out_rx; /* checks what the QP sends */
-	bool term_out;           /* it sent a Terminate: nothing may follow */
+	bool term_out;           /* it sent a whole Terminate: nothing may follow */
+	bool term_open;          /* a Terminate's first segments went out: only its rest may follow */
 	struct wr_rec wr[MAX_WR];
 	uint32_t n_wr;
 	uint32_t recv_next, read_next;
@@ -158,10 +159,16 @@ static void out_check(struct fz *f, const uint8_t *p, size_t len)
 		FUZZ_CHECK(ev.type != IW_MPA_RX_ERROR);
 		if (ev.type == IW_MPA_RX_HEADER) {
 			FUZZ_CHECK(ev.ulpdu_len <= f->mulpdu);
-			FUZZ_CHECK(!f->term_out);
 			FUZZ_CHECK(ev.hdr_len >= 2);
-			if (iw_rdmap_opcode_of(ev.hdr[1]) == IW_OP_TERMINATE)
-				f->term_out = true;
+			/* A MULPDU smaller than the Terminate (with its copied
+			 * headers) cuts it into DDP segments like any untagged
+			 * message; after its last segment nothing follows. */
+			bool term = iw_rdmap_opcode_of(ev.hdr[1]) == IW_OP_TERMINATE;
+			FUZZ_CHECK(!f->term_out && (!f->term_open || term));
+			if (term) {
+				f->term_open = true;
+				f->term_out = (ev.hdr[0] & IW_DDP_CTRL_LAST) != 0;
+			}
 			iw_mpa_rx_set_sink(&f->out_rx, NULL, 0);
 		}
 		FUZZ_CHECK(k <= len);
