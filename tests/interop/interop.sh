@@ -360,7 +360,7 @@ evaluate() {
 		WHY=(); NOTE=()
 		hrc=$(cat "$CD/host.rc" 2>/dev/null || echo none); grc=$(cat "$CD/guest.rc" 2>/dev/null); grc=${grc:-none}
 		[[ $hrc = 0 ]] || WHY+=("host exit $hrc")
-		[[ $grc = 0 ]] || WHY+=("guest exit $grc")
+		guest_exit "$grc"
 		read -ra chk <<<"${C_CHECK[i]}"
 		"${chk[@]}"
 		if grep -aq 'NOTE: .* never completed' "$CD/guest.log"; then
@@ -374,6 +374,7 @@ evaluate() {
 		fi
 		printf '%s\n' "$v" >"$CD/verdict"
 		printf '%-32s %s\n' "$n" "$v" | tee -a "$OUT/matrix.txt"
+		[[ ${#WHY[@]} = 0 ]] || show_failure
 	done
 }
 

@@ -286,16 +286,18 @@ for i in "${!C_NAME[@]}"; do
 	WHY=(); NOTE=()
 	hrc=$(cat "$CD/host.rc" 2>/dev/null || echo none); grc=$(cat "$CD/guest.rc" 2>/dev/null); grc=${grc:-none}
 	[[ $hrc = 0 ]] || WHY+=("host exit $hrc")
-	[[ $grc = 0 ]] || WHY+=("guest exit $grc")
+	guest_exit "$grc"
 	read -ra chk <<<"${C_CHECK[i]}"
 	"${chk[@]}"
 	if [[ ${#WHY[@]} = 0 ]]; then
 		v="PASS"; PASS=$((PASS + 1))
+		[[ ${#NOTE[@]} = 0 ]] || v+=" (note: $(IFS=';'; echo "${NOTE[*]}"))"
 	else
 		v="FAIL: $(IFS=';'; echo "${WHY[*]}")"; FAIL=$((FAIL + 1))
 	fi
 	printf '%s\n' "$v" >"$CD/verdict"
 	printf '%-20s %s\n' "$n" "$v" | tee -a "$OUT/matrix.txt"
+	[[ ${#WHY[@]} = 0 ]] || show_failure
 done
 if grep -aq 'siw: crc error' "$OUT/dmesg.txt"; then
 	log "siw logged CRC errors:"; grep -a 'siw: crc error' "$OUT/dmesg.txt" | sed 's/^/siw-tap:   /' >&2
