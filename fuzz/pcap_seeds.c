@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cap_frame.h"
 #include "common/iw_bytes.h"
 #include "mpa/mpa_frame.h"
 #include "mpa/mpa_wire.h"
@@ -132,85 +133,28 @@ static struct dir *flow(int af, const uint8_t *src, const uint8_t *dst, uint16_t
 	return d;
 }
 
-static void tcp(int af, const uint8_t *src, const uint8_t *dst, const uint8_t *p, size_t n)
+/* One captured frame: TCP segments of whole (not cut) packets only, since
+ * a cut one would leave a hole in the reassembled stream. */
+static void frame(uint32_t linktype, const uint8_t *p, size_t n)
 {
-	if (n < 20)
+	struct iwc_frame f;
+
+	if (iwc_parse((int)linktype, p, n, &f) != IWC_TCP || f.missing)
 		return;
-	size_t off = (size_t)(p[12] >> 4) * 4;
-	if (off < 20 || off > n)
-		return;
-	uint8_t flags = p[13];
-	struct dir *d = flow(af, src, dst, iw_get_be16(p), iw_get_be16(p + 2));
+	struct dir *d = flow(f.family, f.src, f.dst, f.sport, f.dport);
 	if (!d)
 		return;
-	uint32_t seq = iw_get_be32(p + 4);
-	if (flags & 0x02) { /* SYN: data starts one past it */
-		if (flags & 0x10)
+	if (f.flags & 0x02) { /* SYN: data starts one past it */
+		if (f.flags & 0x10)
 			d->synack = true;
 		else
 			d->syn = true;
 		d->started = true;
-		d->next = seq + 1;
+		d->next = f.seq + 1;
 		return;
 	}
-	if (n > off)
-		segment(d, seq, p + off, n - off);
-}
-
-static void ip(const uint8_t *p, size_t n)
-{
-	if (n < 1)
-		return;
-	if (p[0] >> 4 == 4) {
-		if (n < 20)
-			return;
-		size_t ihl = (size_t)(p[0] & 15) * 4, tot = iw_get_be16(p + 2);
-		if (p[9] != 6 || ihl < 20 || tot < ihl || tot > n)
-			return;
-		if (iw_get_be16(p + 6) & 0x3FFF)
-			return; /* fragments: not expected on these captures */
-		tcp(4, p + 12, p + 16, p + ihl, tot - ihl);
-	} else if (p[0] >> 4 == 6) {
-		if (n < 40)
-			return;
-		size_t pl = iw_get_be16(p + 4);
-		if (p[6] != 6 || 40 + pl > n)
-			return;
-		tcp(6, p + 8, p + 24, p + 40, pl);
-	}
-}
-
-static void frame(uint32_t linktype, const uint8_t *p, size_t n)
-{
-	switch (linktype) {
-	case 1: { /* Ethernet, possibly VLAN-tagged */
-		size_t off = 12;
-		while (off + 2 <= n && (iw_get_be16(p + off) == 0x8100 || iw_get_be16(p + off) == 0x88A8))
-			off += 4;
-		if (off + 2 <= n && (iw_get_be16(p + off) == 0x0800 || iw_get_be16(p + off) == 0x86DD))
-			ip(p + off + 2, n - off - 2);
-		break;
-	}
-	case 113: /* Linux cooked v1 */
-		if (n >= 16)
-			ip(p + 16, n - 16);
-		break;
-	case 276: /* Linux cooked v2 */
-		if (n >= 20)
-			ip(p + 20, n - 20);
-		break;
-	case 0: /* BSD loopback: 4-byte family */
-		if (n >= 4)
-			ip(p + 4, n - 4);
-		break;
-	case 12:
-	case 14:
-	case 101: /* raw IP */
-		ip(p, n);
-		break;
-	default:
-		break;
-	}
+	if (f.pay_len)
+		segment(d, f.seq, p + f.pay_off, f.pay_len);
 }
 
 static uint32_t rd32(const uint8_t *p, bool swap)

@@ -1,126 +1,36 @@
-/* pcw: link layer / IP / TCP parsing with offsets (so packets can be
+/* pcw: link layer / IP / TCP offsets of a packet (so it can be
  * rewritten), Internet checksums, and writing the capture back out. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cap_frame.h"
 #include "iw_bytes.h"
 #include "pcw.h"
 #include "pcw_int.h"
 
-#define ETHERTYPE_IPV4 0x0800
-#define ETHERTYPE_IPV6 0x86DD
-
-static bool parse_tcp(struct pcw_pkt *p, size_t off, size_t tcp_len)
-{
-	size_t have = p->h.caplen, hl;
-	const uint8_t *t = p->data + off;
-
-	if (off + 20 > have || tcp_len < 20)
-		return false;
-	hl = (size_t)(t[12] >> 4) * 4;
-	if (hl < 20 || hl > tcp_len || off + hl > have)
-		return false;
-	p->tcp_off = off;
-	p->sport = iw_get_be16(t);
-	p->dport = iw_get_be16(t + 2);
-	p->seq = iw_get_be32(t + 4);
-	p->ack = iw_get_be32(t + 8);
-	p->flags = t[13];
-	p->pay_off = off + hl;
-	p->pay_len = tcp_len - hl;
-	/* Bytes the snapshot cut off are not ours to rewrite. */
-	if (p->pay_off + p->pay_len > have)
-		p->pay_len = have - p->pay_off;
-	p->tcp = true;
-	return true;
-}
-
-static bool parse_ip(struct pcw_pkt *p, size_t off)
-{
-	const uint8_t *ip = p->data + off;
-	size_t have = p->h.caplen;
-
-	if (off + 20 > have)
-		return false;
-	if ((ip[0] >> 4) == 4) {
-		size_t ihl = (size_t)(ip[0] & 0x0F) * 4, total = iw_get_be16(ip + 2);
-
-		if (ihl < 20 || off + ihl > have || ip[9] != 6 || (iw_get_be16(ip + 6) & 0x3FFF))
-			return false;
-		if (total == 0) /* TSO capture */
-			total = have - off;
-		if (total < ihl)
-			return false;
-		p->family = 4;
-		p->ip_off = off;
-		memcpy(p->src, ip + 12, 4);
-		memcpy(p->dst, ip + 16, 4);
-		return parse_tcp(p, off + ihl, total - ihl);
-	}
-	if ((ip[0] >> 4) == 6) {
-		size_t plen;
-
-		if (off + 40 > have || ip[6] != 6) /* extension headers: not handled */
-			return false;
-		plen = iw_get_be16(ip + 4);
-		if (plen == 0)
-			plen = have - off - 40;
-		p->family = 6;
-		p->ip_off = off;
-		memcpy(p->src, ip + 8, 16);
-		memcpy(p->dst, ip + 24, 16);
-		return parse_tcp(p, off + 40, plen);
-	}
-	return false;
-}
-
+/* The parsing is tools/capture's (iwdump reads frames the same way). */
 void pcw_parse(int dlt, struct pcw_pkt *p)
 {
-	size_t have = p->h.caplen, off;
-	uint16_t type;
+	struct iwc_frame f;
 
 	p->tcp = false;
-	switch (dlt) {
-	case DLT_EN10MB:
-		off = 12;
-		if (have < 14)
-			return;
-		type = iw_get_be16(p->data + off);
-		for (int i = 0; i < 2 && (type == 0x8100 || type == 0x88A8 || type == 0x9100); i++) {
-			off += 4;
-			if (off + 2 > have)
-				return;
-			type = iw_get_be16(p->data + off);
-		}
-		if (type == ETHERTYPE_IPV4 || type == ETHERTYPE_IPV6)
-			parse_ip(p, off + 2);
+	if (iwc_parse(dlt, p->data, p->h.caplen, &f) != IWC_TCP)
 		return;
-	case DLT_LINUX_SLL:
-		if (have >= 16)
-			parse_ip(p, 16);
-		return;
-#ifdef DLT_LINUX_SLL2
-	case DLT_LINUX_SLL2:
-		if (have >= 20)
-			parse_ip(p, 20);
-		return;
-#endif
-	case DLT_RAW:
-#ifdef DLT_IPV4
-	case DLT_IPV4:
-	case DLT_IPV6:
-#endif
-		parse_ip(p, 0);
-		return;
-	case DLT_NULL:
-	case DLT_LOOP:
-		if (have >= 4)
-			parse_ip(p, 4);
-		return;
-	default:
-		return;
-	}
+	p->family = f.family;
+	p->ip_off = f.ip_off;
+	p->tcp_off = f.tcp_off;
+	memcpy(p->src, f.src, sizeof(p->src));
+	memcpy(p->dst, f.dst, sizeof(p->dst));
+	p->sport = f.sport;
+	p->dport = f.dport;
+	p->seq = f.seq;
+	p->ack = f.ack;
+	p->flags = f.flags;
+	/* Bytes the snapshot cut off are not ours to rewrite. */
+	p->pay_off = f.pay_off;
+	p->pay_len = f.pay_len;
+	p->tcp = true;
 }
 
 /* ---- checksums --------------------------------------------------------- */
