@@ -15,6 +15,7 @@
 #include "internal.h"
 
 #include "iw_bytes.h"
+#include "net/cksum.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -80,40 +81,6 @@ struct iw_trace {
 	uint32_t isn_seed;
 };
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-/* One's-complement sum over big-endian 16-bit words. */
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t len)
-{
-	while (len > 1) {
-		sum += (uint32_t)p[0] << 8 | p[1];
-		p += 2;
-		len -= 2;
-	}
-	if (len)
-		sum += (uint32_t)p[0] << 8;
-	return sum;
-}
-
-static uint16_t csum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xFFFF) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
 static void trace_write(struct iw_trace *tr, const void *p, size_t len)
 {
 	if (tr->failed)
@@ -169,12 +136,12 @@ static void trace_segment(struct iw_trace *tr, struct trace_conn *c, int from, u
 
 	memcpy(eth, mac[to], 6);
 	memcpy(eth + 6, mac[from], 6);
-	put16(eth + 12, v6 ? 0x86DD : 0x0800);
+	iw_put_be16(eth + 12, v6 ? 0x86DD : 0x0800);
 
 	uint16_t tcp_len = (uint16_t)(tcp_hlen + len);
 	if (v6) {
-		put32(ip, 0x60000000u);
-		put16(ip + 4, tcp_len);
+		iw_put_be32(ip, 0x60000000u);
+		iw_put_be16(ip + 4, tcp_len);
 		ip[6] = IPPROTO_TCP;
 		ip[7] = 64;
 		memcpy(ip + 8, c->addr[from], 16);
@@ -182,30 +149,30 @@ static void trace_segment(struct iw_trace *tr, struct trace_conn *c, int from, u
 	} else {
 		ip[0] = 0x45;
 		ip[1] = 0;
-		put16(ip + 2, (uint16_t)(IP4_HLEN + tcp_len));
-		put16(ip + 4, c->ip_id[from]++);
-		put16(ip + 6, 0x4000); /* DF */
+		iw_put_be16(ip + 2, (uint16_t)(IP4_HLEN + tcp_len));
+		iw_put_be16(ip + 4, c->ip_id[from]++);
+		iw_put_be16(ip + 6, 0x4000); /* DF */
 		ip[8] = 64;
 		ip[9] = IPPROTO_TCP;
-		put16(ip + 10, 0);
+		iw_put_be16(ip + 10, 0);
 		memcpy(ip + 12, c->addr[from], 4);
 		memcpy(ip + 16, c->addr[to], 4);
-		put16(ip + 10, csum_fold(csum_add(0, ip, IP4_HLEN)));
+		iw_put_be16(ip + 10, iwn_cksum_fold(iwn_cksum_add(0, ip, IP4_HLEN)));
 	}
 
-	put16(tcp, c->port[from]);
-	put16(tcp + 2, c->port[to]);
-	put32(tcp + 4, c->nxt[from]);
-	put32(tcp + 8, (flags & F_ACK) ? c->nxt[to] : 0);
+	iw_put_be16(tcp, c->port[from]);
+	iw_put_be16(tcp + 2, c->port[to]);
+	iw_put_be32(tcp + 4, c->nxt[from]);
+	iw_put_be32(tcp + 8, (flags & F_ACK) ? c->nxt[to] : 0);
 	tcp[12] = (uint8_t)((tcp_hlen / 4) << 4);
 	tcp[13] = flags;
-	put16(tcp + 14, 0xFFFF);
-	put16(tcp + 16, 0);
-	put16(tcp + 18, 0);
+	iw_put_be16(tcp + 14, 0xFFFF);
+	iw_put_be16(tcp + 16, 0);
+	iw_put_be16(tcp + 18, 0);
 	if (flags & F_SYN) {
 		tcp[20] = 2; /* MSS */
 		tcp[21] = 4;
-		put16(tcp + 22, TRACE_MSS);
+		iw_put_be16(tcp + 22, TRACE_MSS);
 		tcp[24] = 1; /* NOP */
 		tcp[25] = 3; /* window scale */
 		tcp[26] = 3;
@@ -213,11 +180,11 @@ static void trace_segment(struct iw_trace *tr, struct trace_conn *c, int from, u
 	}
 
 	/* Pseudo-header, then the segment. */
-	uint32_t sum = csum_add(0, ip + (v6 ? 8 : 12), 2 * alen);
+	uint32_t sum = iwn_cksum_add(0, ip + (v6 ? 8 : 12), 2 * alen);
 	sum += IPPROTO_TCP;
 	sum += tcp_len;
-	sum = csum_add(sum, tcp, tcp_len);
-	put16(tcp + 16, csum_fold(sum));
+	sum = iwn_cksum_add(sum, tcp, tcp_len);
+	iw_put_be16(tcp + 16, iwn_cksum_fold(sum));
 
 	c->nxt[from] += (uint32_t)len + ((flags & (F_SYN | F_FIN)) ? 1u : 0u);
 	trace_record(tr, ETH_HLEN + ip_hlen + tcp_len);

@@ -1,6 +1,9 @@
 /* pcap writer for synthetic and recorded TCP connections (see iwt_pcap.h). */
 #include "iwt_pcap.h"
 
+#include "common/iw_bytes.h"
+#include "stack/net/cksum.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -18,42 +21,6 @@
 #define PCAP_SNAPLEN 262144
 /* 2023-11-14 22:13:20 UTC: fixed so identical runs give identical files. */
 #define IWT_PCAP_EPOCH_US 1700000000000000ull
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-/* One's complement sum of 16-bit big-endian words (RFC 1071), unfolded. */
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)p[i] << 8 | p[i + 1];
-	if (len & 1)
-		sum += (uint32_t)p[len - 1] << 8;
-	/* fold now and then so the 32-bit sum cannot overflow */
-	while (sum >> 16)
-		sum = (sum & 0xFFFF) + (sum >> 16);
-	return sum;
-}
-
-static uint16_t csum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xFFFF) + (sum >> 16);
-	return (uint16_t)~sum;
-}
 
 int iwt_pcap_open(struct iwt_pcap *p, const char *path)
 {
@@ -168,11 +135,11 @@ static uint32_t pseudo_sum(const struct iwt_endpoint *s, const struct iwt_endpoi
 	uint32_t sum = 0;
 	size_t alen = s->family == AF_INET ? 4 : 16;
 
-	sum = csum_add(sum, s->addr, alen);
-	sum = csum_add(sum, d->addr, alen);
-	put32(w, (uint32_t)tcp_len);
-	put32(w + 4, IPPROTO_TCP_NUM);
-	return csum_add(sum, w, sizeof(w));
+	sum = iwn_cksum_add(sum, s->addr, alen);
+	sum = iwn_cksum_add(sum, d->addr, alen);
+	iw_put_be32(w, (uint32_t)tcp_len);
+	iw_put_be32(w + 4, IPPROTO_TCP_NUM);
+	return iwn_cksum_add(sum, w, sizeof(w));
 }
 
 int iwt_tcp_segment(struct iwt_tcp *c, int dir, uint8_t flags, const void *data, size_t len)
@@ -202,24 +169,24 @@ int iwt_tcp_segment(struct iwt_tcp *c, int dir, uint8_t flags, const void *data,
 	f = c->pcap->frame;
 	memcpy(f, d->mac, 6);
 	memcpy(f + 6, s->mac, 6);
-	put16(f + 12, s->family == AF_INET ? ETHERTYPE_IPV4 : ETHERTYPE_IPV6);
+	iw_put_be16(f + 12, s->family == AF_INET ? ETHERTYPE_IPV4 : ETHERTYPE_IPV6);
 
 	ip = f + ETH_HLEN;
 	if (s->family == AF_INET) {
 		ip[0] = 0x45;
 		ip[1] = 0;
-		put16(ip + 2, (uint16_t)(ip_hlen + tcp_hlen + len));
-		put16(ip + 4, c->ip_id[dir]++);
-		put16(ip + 6, 0x4000); /* DF, no fragments */
+		iw_put_be16(ip + 2, (uint16_t)(ip_hlen + tcp_hlen + len));
+		iw_put_be16(ip + 4, c->ip_id[dir]++);
+		iw_put_be16(ip + 6, 0x4000); /* DF, no fragments */
 		ip[8] = 64;
 		ip[9] = IPPROTO_TCP_NUM;
-		put16(ip + 10, 0);
+		iw_put_be16(ip + 10, 0);
 		memcpy(ip + 12, s->addr, 4);
 		memcpy(ip + 16, d->addr, 4);
-		put16(ip + 10, csum_fold(csum_add(0, ip, IP4_HLEN)));
+		iw_put_be16(ip + 10, iwn_cksum_fold(iwn_cksum_add(0, ip, IP4_HLEN)));
 	} else {
-		put32(ip, 0x60000000u);
-		put16(ip + 4, (uint16_t)(tcp_hlen + len));
+		iw_put_be32(ip, 0x60000000u);
+		iw_put_be16(ip + 4, (uint16_t)(tcp_hlen + len));
 		ip[6] = IPPROTO_TCP_NUM;
 		ip[7] = 64;
 		memcpy(ip + 8, s->addr, 16);
@@ -230,24 +197,24 @@ int iwt_tcp_segment(struct iwt_tcp *c, int dir, uint8_t flags, const void *data,
 	if (flags & IWT_TCP_ACK)
 		ack = c->snd_nxt[!dir];
 	tcp = ip + ip_hlen;
-	put16(tcp, s->port);
-	put16(tcp + 2, d->port);
-	put32(tcp + 4, seq);
-	put32(tcp + 8, ack);
+	iw_put_be16(tcp, s->port);
+	iw_put_be16(tcp + 2, d->port);
+	iw_put_be32(tcp + 4, seq);
+	iw_put_be32(tcp + 8, ack);
 	tcp[12] = (uint8_t)((tcp_hlen / 4) << 4);
 	tcp[13] = flags;
-	put16(tcp + 14, c->window);
-	put16(tcp + 16, 0);
-	put16(tcp + 18, 0);
+	iw_put_be16(tcp + 14, c->window);
+	iw_put_be16(tcp + 16, 0);
+	iw_put_be16(tcp + 18, 0);
 	if (tcp_hlen > TCP_HLEN) {
 		tcp[20] = 2; /* MSS option */
 		tcp[21] = TCP_OPT_MSS_LEN;
-		put16(tcp + 22, c->mss_opt);
+		iw_put_be16(tcp + 22, c->mss_opt);
 	}
 	if (len)
 		memcpy(tcp + tcp_hlen, data, len);
-	tcp_sum = csum_fold(csum_add(pseudo_sum(s, d, tcp_hlen + len), tcp, tcp_hlen + len));
-	put16(tcp + 16, tcp_sum);
+	tcp_sum = iwn_cksum_fold(iwn_cksum_add(pseudo_sum(s, d, tcp_hlen + len), tcp, tcp_hlen + len));
+	iw_put_be16(tcp + 16, tcp_sum);
 
 	c->snd_nxt[dir] = seq + (uint32_t)len + ((flags & IWT_TCP_SYN) ? 1u : 0u) +
 			  ((flags & IWT_TCP_FIN) ? 1u : 0u);

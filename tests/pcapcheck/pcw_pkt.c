@@ -7,6 +7,7 @@
 #include "cap_frame.h"
 #include "iw_bytes.h"
 #include "pcw.h"
+#include "stack/net/cksum.h"
 #include "pcw_int.h"
 
 /* The parsing is tools/capture's (iwdump reads frames the same way). */
@@ -35,24 +36,6 @@ void pcw_parse(int dlt, struct pcw_pkt *p)
 
 /* ---- checksums --------------------------------------------------------- */
 
-static uint32_t sum16(uint32_t s, const uint8_t *b, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)b[i] << 8 | b[i + 1];
-	if (n & 1)
-		s += (uint32_t)b[n - 1] << 8;
-	return s;
-}
-
-static uint16_t fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xFFFF) + (s >> 16);
-	return (uint16_t)~s;
-}
-
 /* Length of the TCP segment as the IP header states it (within caplen). */
 static size_t tcp_seg_len(const struct pcw_pkt *p)
 {
@@ -66,22 +49,22 @@ static uint16_t tcp_sum(const struct pcw_pkt *p)
 	uint32_t s = 0;
 
 	if (p->family == 4) {
-		s = sum16(s, ip + 12, 8);
+		s = iwn_cksum_add(s, ip + 12, 8);
 	} else {
-		s = sum16(s, ip + 8, 32);
+		s = iwn_cksum_add(s, ip + 8, 32);
 		s += (uint32_t)(n >> 16);
 	}
 	s += 6;
 	s += (uint32_t)(n & 0xFFFF);
-	s = sum16(s, p->data + p->tcp_off, n);
-	return fold(s);
+	s = iwn_cksum_add(s, p->data + p->tcp_off, n);
+	return iwn_cksum_fold(s);
 }
 
 static uint16_t ip4_sum(const struct pcw_pkt *p)
 {
 	const uint8_t *ip = p->data + p->ip_off;
 
-	return fold(sum16(0, ip, (size_t)(ip[0] & 0x0F) * 4));
+	return iwn_cksum_fold(iwn_cksum_add(0, ip, (size_t)(ip[0] & 0x0F) * 4));
 }
 
 void pcw_csum_state(const struct pcw_pkt *p, bool *ip_ok, bool *tcp_ok)
