@@ -228,3 +228,56 @@ chk_flood() {  # DIR WHO
 	[[ ${n:-0} -gt 0 ]] || WHY+=("nothing was in flight at the disconnect")
 	IWD_TOLERATE='truncated FPDU at end of stream' both_captures off
 }
+
+# ---- shared by interop.sh and siw-tap.sh ---------------------------------
+
+# Guest-side shell functions: run_case NAME CMD... runs one case (stdout
+# cut to 160 columns: the console is slow under TCG; stderr apart, since
+# unbuffered it would land inside buffered stdout lines); report NAME puts
+# its output on the console as "G|NAME| ..." lines and its exit status.
+guest_case_functions() {  # CASE_TIMEOUT
+	echo 'run_case() { n=$1; shift; { timeout '"$1"' "$@" 2>/tmp/$n.err; echo $? >/tmp/$n.rc; } | cut -c1-160 >/tmp/$n.log; }'
+	echo 'report() { cat /tmp/$1.log /tmp/$1.err | sed "s/^/G|$1| /"; echo "SIW-CASE-RESULT $1 rc=$(cat /tmp/$1.rc 2>/dev/null || echo none)"; }'
+}
+
+# The console split per case: $OUT/NAME/guest.log and guest.rc, and the
+# guest's siw kernel messages in $OUT/dmesg.txt.
+split_console() {  # SERIAL_LOG
+	local n
+	for n in "${C_NAME[@]}"; do
+		grep -a "^G|$n| " "$1" | sed "s/^G|$n| //; s/\r$//" >"$OUT/$n/guest.log"
+		grep -ao "SIW-CASE-RESULT $n rc=[a-z0-9]*" "$1" | head -n1 | sed 's/.*rc=//' >"$OUT/$n/guest.rc"
+	done
+	grep -a "^G|dmesg| " "$1" | sed "s/^G|dmesg| //; s/\r$//" >"$OUT/dmesg.txt"
+}
+
+# Verdict per case into $OUT/NAME/verdict and $OUT/matrix.txt; sets PASS
+# and FAIL. The runner defines case_port INDEX: the case's TCP port in the
+# captures.
+evaluate_cases() {  # NAME_COLUMN_WIDTH
+	local i n hrc grc v chk
+	PASS=0; FAIL=0
+	: >"$OUT/matrix.txt"
+	for i in "${!C_NAME[@]}"; do
+		n=${C_NAME[i]}
+		CD="$OUT/$n"; CASE_DIR=${C_DIR[i]}; CASE_PORT=$(case_port "$i")
+		WHY=(); NOTE=()
+		hrc=$(cat "$CD/host.rc" 2>/dev/null || echo none); grc=$(cat "$CD/guest.rc" 2>/dev/null); grc=${grc:-none}
+		[[ $hrc = 0 ]] || WHY+=("host exit $hrc")
+		guest_exit "$grc"
+		read -ra chk <<<"${C_CHECK[i]}"
+		"${chk[@]}"
+		if grep -aq 'NOTE: .* never completed' "$CD/guest.log"; then
+			NOTE+=("siw side: $(grep -aoE 'NOTE: .*' "$CD/guest.log" | head -n1 | sed 's/^NOTE: //')")
+		fi
+		if [[ ${#WHY[@]} = 0 ]]; then
+			v="PASS"; PASS=$((PASS + 1))
+			[[ ${#NOTE[@]} = 0 ]] || v+=" (note: $(IFS=';'; echo "${NOTE[*]}"))"
+		else
+			v="FAIL: $(IFS=';'; echo "${WHY[*]}")"; FAIL=$((FAIL + 1))
+		fi
+		printf '%s\n' "$v" >"$CD/verdict"
+		printf "%-${1}s %s\n" "$n" "$v" | tee -a "$OUT/matrix.txt"
+		[[ ${#WHY[@]} = 0 ]] || show_failure
+	done
+}

@@ -265,10 +265,7 @@ guest_script() {
 	if [[ $NEED_SIWRW = 1 ]]; then
 		echo 'cat /sys/firmware/qemu_fw_cfg/by_name/opt/siwrw/raw >/tmp/siwrw && chmod 755 /tmp/siwrw || exit 3'
 	fi
-	# Long lines (60000-byte pings) are cut: the console is slow under TCG.
-	# stderr apart: unbuffered, it would land inside buffered stdout lines.
-	echo 'run_case() { n=$1; shift; { timeout '"$CASE_T"' "$@" 2>/tmp/$n.err; echo $? >/tmp/$n.rc; } | cut -c1-160 >/tmp/$n.log; }'
-	echo 'report() { cat /tmp/$1.log /tmp/$1.err | sed "s/^/G|$1| /"; echo "SIW-CASE-RESULT $1 rc=$(cat /tmp/$1.rc 2>/dev/null || echo none)"; }'
+	guest_case_functions "$CASE_T"
 	for i in "${!C_NAME[@]}"; do
 		n=${C_NAME[i]}; g=$(subst "${C_GUEST[i]}" "$i")
 		echo "echo SIW-CASE-BEGIN $n"
@@ -339,44 +336,11 @@ run_boot() {
 	bash "$SIWG" "${args[@]}" -- "$(cat "$OUT/guest-script.sh")"
 	RUN_RC=$?
 	[[ $RUN_RC = 0 ]] || log "siw-guest run exited $RUN_RC"
-	for i in "${!C_NAME[@]}"; do
-		n=${C_NAME[i]}
-		grep -a "^G|$n| " "$OUT/serial.log" | sed "s/^G|$n| //; s/\r$//" >"$OUT/$n/guest.log"
-		grep -ao "SIW-CASE-RESULT $n rc=[a-z0-9]*" "$OUT/serial.log" | head -n1 | sed 's/.*rc=//' \
-			>"$OUT/$n/guest.rc"
-	done
-	grep -a "^G|dmesg| " "$OUT/serial.log" | sed "s/^G|dmesg| //; s/\r$//" >"$OUT/dmesg.txt"
+	split_console "$OUT/serial.log"
 }
 
-# Verdict per case into $OUT/matrix.txt; PASS/FAIL counts.
-evaluate() {
-	local i n hrc grc v chk
-	PASS=0; FAIL=0
-	: >"$OUT/matrix.txt"
-	for i in "${!C_NAME[@]}"; do
-		n=${C_NAME[i]}
-		CD="$OUT/$n"; CASE_DIR=${C_DIR[i]}
-		CASE_PORT=$([[ ${C_DIR[i]} = h2g ]] && echo "${C_GP[i]}" || echo "${C_HP[i]}")
-		WHY=(); NOTE=()
-		hrc=$(cat "$CD/host.rc" 2>/dev/null || echo none); grc=$(cat "$CD/guest.rc" 2>/dev/null); grc=${grc:-none}
-		[[ $hrc = 0 ]] || WHY+=("host exit $hrc")
-		guest_exit "$grc"
-		read -ra chk <<<"${C_CHECK[i]}"
-		"${chk[@]}"
-		if grep -aq 'NOTE: .* never completed' "$CD/guest.log"; then
-			NOTE+=("siw side: $(grep -aoE 'NOTE: .*' "$CD/guest.log" | head -n1 | sed 's/^NOTE: //')")
-		fi
-		if [[ ${#WHY[@]} = 0 ]]; then
-			v="PASS"; PASS=$((PASS + 1))
-			[[ ${#NOTE[@]} = 0 ]] || v+=" (note: $(IFS=';'; echo "${NOTE[*]}"))"
-		else
-			v="FAIL: $(IFS=';'; echo "${WHY[*]}")"; FAIL=$((FAIL + 1))
-		fi
-		printf '%s\n' "$v" >"$CD/verdict"
-		printf '%-32s %s\n' "$n" "$v" | tee -a "$OUT/matrix.txt"
-		[[ ${#WHY[@]} = 0 ]] || show_failure
-	done
-}
+case_port() { [[ ${C_DIR[$1]} = h2g ]] && echo "${C_GP[$1]}" || echo "${C_HP[$1]}"; }
+evaluate() { evaluate_cases 32; }
 
 # siw (6.1) misreads an MPA CRC that a TCP segment boundary splits (it
 # copies the second part of the trailer over the first): "siw: crc error"

@@ -182,9 +182,7 @@ guest_script() {
 	local i n g
 	echo 'cat /sys/firmware/qemu_fw_cfg/by_name/opt/siwrw/raw >/tmp/siwrw && chmod 755 /tmp/siwrw || exit 3'
 	echo "ip link set eth1 up && ip addr add $GUEST_IP/24 dev eth1 && rdma link add siw1 type siw netdev eth1 || exit 3"
-	# Long lines (60000-byte pings) are cut: the console is slow under TCG.
-	echo 'run_case() { n=$1; shift; { timeout '"$CASE_T"' "$@" 2>/tmp/$n.err; echo $? >/tmp/$n.rc; } | cut -c1-160 >/tmp/$n.log; }'
-	echo 'report() { cat /tmp/$1.log /tmp/$1.err | sed "s/^/G|$1| /"; echo "SIW-CASE-RESULT $1 rc=$(cat /tmp/$1.rc 2>/dev/null || echo none)"; }'
+	guest_case_functions "$CASE_T"
 	# go NAME: wait for the host's "go" (one connection to the go port).
 	echo 'go() { timeout 60 nc -l -p '"$GO_PORT"' </dev/null >/dev/null 2>&1 & np=$!; siw_wait_listen '"$GO_PORT"' 10 && echo "SIW-CASE-WAIT $1;"; wait $np; }'
 	for i in "${!C_NAME[@]}"; do
@@ -256,12 +254,7 @@ wait "$GPID"
 RUN_RC=$?
 GPID=""
 [[ $RUN_RC = 0 ]] || log "siw-guest run exited $RUN_RC"
-for i in "${!C_NAME[@]}"; do
-	n=${C_NAME[i]}
-	grep -a "^G|$n| " "$OUT/serial.log" | sed "s/^G|$n| //; s/\r$//" >"$OUT/$n/guest.log"
-	grep -ao "SIW-CASE-RESULT $n rc=[a-z0-9]*" "$OUT/serial.log" | head -n1 | sed 's/.*rc=//' >"$OUT/$n/guest.rc"
-done
-grep -a "^G|dmesg| " "$OUT/serial.log" | sed "s/^G|dmesg| //; s/\r$//" >"$OUT/dmesg.txt"
+split_console "$OUT/serial.log"
 
 # ------------------------------------------------------------------ verdicts
 chk_tap_rping() {  # COUNT CRC
@@ -278,27 +271,8 @@ chk_tap_rw() {  # ROUNDS CRC
 	[[ $n = "$1" ]] || WHY+=("$n rounds verified, expected $1")
 	iwdump_check tap "$OUT/tap.pcap" "$2" "$CASE_PORT"
 }
-PASS=0; FAIL=0
-: >"$OUT/matrix.txt"
-for i in "${!C_NAME[@]}"; do
-	n=${C_NAME[i]}
-	CD="$OUT/$n"; CASE_DIR=${C_DIR[i]}; CASE_PORT=$(port "$i")
-	WHY=(); NOTE=()
-	hrc=$(cat "$CD/host.rc" 2>/dev/null || echo none); grc=$(cat "$CD/guest.rc" 2>/dev/null); grc=${grc:-none}
-	[[ $hrc = 0 ]] || WHY+=("host exit $hrc")
-	guest_exit "$grc"
-	read -ra chk <<<"${C_CHECK[i]}"
-	"${chk[@]}"
-	if [[ ${#WHY[@]} = 0 ]]; then
-		v="PASS"; PASS=$((PASS + 1))
-		[[ ${#NOTE[@]} = 0 ]] || v+=" (note: $(IFS=';'; echo "${NOTE[*]}"))"
-	else
-		v="FAIL: $(IFS=';'; echo "${WHY[*]}")"; FAIL=$((FAIL + 1))
-	fi
-	printf '%s\n' "$v" >"$CD/verdict"
-	printf '%-20s %s\n' "$n" "$v" | tee -a "$OUT/matrix.txt"
-	[[ ${#WHY[@]} = 0 ]] || show_failure
-done
+case_port() { port "$1"; }
+evaluate_cases 20
 if grep -aq 'siw: crc error' "$OUT/dmesg.txt"; then
 	log "siw logged CRC errors:"; grep -a 'siw: crc error' "$OUT/dmesg.txt" | sed 's/^/siw-tap:   /' >&2
 fi
