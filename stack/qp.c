@@ -129,27 +129,28 @@ static void complete(struct iw_qp *qp, struct iw_cq *cq, const struct iw_wc *wc)
 		iw_qp_defer(qp, IW_QPW_FAIL);
 }
 
-static struct iw_sq_meta *meta_of(struct iw_qp *qp, uint64_t cookie)
+/* Send-queue slot of an engine cookie (the free-running SQ counter). */
+static inline uint32_t sq_slot(const struct iw_qp *qp, uint64_t cookie)
 {
-	return &qp->sq_meta[cookie % qp->cap.max_send_wr];
+	return (uint32_t)(cookie % qp->cap.max_send_wr);
 }
 
-/* Slot i's region references and inline room, by index (no per-slot
+/* A slot's region references and inline room, by index (no per-slot
  * pointers: nothing touches a slot before its first WR). */
-static struct iw_mr **meta_mrs(struct iw_qp *qp, uint64_t cookie)
+static inline struct iw_mr **meta_mrs(struct iw_qp *qp, uint32_t slot)
 {
-	return qp->sq_mr_pool + (size_t)(cookie % qp->cap.max_send_wr) * qp->cap.max_send_sge;
+	return qp->sq_mr_pool + (size_t)slot * qp->cap.max_send_sge;
 }
 
-static uint8_t *meta_inline(struct iw_qp *qp, uint64_t cookie)
+static inline uint8_t *meta_inline(struct iw_qp *qp, uint32_t slot)
 {
-	return qp->inline_mem + (size_t)(cookie % qp->cap.max_send_wr) * qp->cap.max_inline_data;
+	return qp->inline_mem + (size_t)slot * qp->cap.max_inline_data;
 }
 
-static void meta_release(struct iw_qp *qp, uint64_t cookie)
+static inline void meta_release(struct iw_qp *qp, uint32_t slot)
 {
-	struct iw_sq_meta *m = meta_of(qp, cookie);
-	struct iw_mr **mr = meta_mrs(qp, cookie);
+	struct iw_sq_meta *m = &qp->sq_meta[slot];
+	struct iw_mr **mr = meta_mrs(qp, slot);
 
 	for (int i = 0; i < m->nmr; i++)
 		mr[i]->in_use--;
@@ -181,11 +182,12 @@ static void run_local_invs(struct iw_qp *qp)
 
 static void on_sq_event(struct iw_qp *qp, const struct iw_rdmap_event *ev)
 {
-	struct iw_sq_meta *m = meta_of(qp, ev->cookie);
+	uint32_t slot = sq_slot(qp, ev->cookie);
+	struct iw_sq_meta *m = &qp->sq_meta[slot];
 	bool ok = ev->type == IW_RDMAP_EV_SQ_DONE;
 
 	qp->sq_completed++;
-	meta_release(qp, ev->cookie);
+	meta_release(qp, slot);
 	if (ok && ev->wr_opcode == IW_RDMAP_WR_READ)
 		iw_qp_defer(qp, IW_QPW_KICK); /* fenced WRs / ORD may proceed */
 	if (qp->closing)
@@ -797,7 +799,7 @@ int iw_destroy_qp(struct iw_qp *qp)
 	 * are released. */
 	if (qp->connected) {
 		for (uint32_t i = qp->conn.sq_head; i != qp->conn.sq_tail; i++)
-			meta_release(qp, i);
+			meta_release(qp, sq_slot(qp, i));
 	}
 	if (qp->srq && qp->rx_cur)
 		iw_rq_entry_release(qp->rx_cur);
@@ -886,8 +888,6 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 	if (read && (inl || wr->num_sge > 1 || c->cfg.ord == 0))
 		return -EINVAL;
 
-	uint32_t slot = c->sq_tail;
-	struct iw_sq_meta *m = meta_of(qp, slot);
 	uint64_t total = 0;
 	if (inl) {
 		for (int i = 0; i < wr->num_sge; i++) {
@@ -899,7 +899,7 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 			return -EMSGSIZE;
 		/* The slot is free (the SQ has room): copy now, the caller's
 		 * buffers may be reused as soon as we return. */
-		uint8_t *inl_buf = meta_inline(qp, slot);
+		uint8_t *inl_buf = meta_inline(qp, c->sq_tail % qp->cap.max_send_wr);
 		size_t off = 0;
 		for (int i = 0; i < wr->num_sge; i++) {
 			const struct iw_sge *s = &wr->sg_list[i];
@@ -946,6 +946,8 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 	int rc = iw_rdmap_post(c, &w);
 	if (rc < 0)
 		return rc;
+	uint32_t slot = (uint32_t)w.cookie % qp->cap.max_send_wr;
+	struct iw_sq_meta *m = &qp->sq_meta[slot];
 	m->wr_id = wr->wr_id;
 	m->opcode = wc_opcode_of(w.opcode);
 	m->signaled = wr->send_flags & IW_SEND_SIGNALED;
