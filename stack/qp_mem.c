@@ -22,6 +22,11 @@ void *iw_pages_alloc(size_t len)
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
+#ifdef MADV_NOHUGEPAGE
+	/* Neighbouring QPs' mappings merge into one region; with THP set to
+	 * "always" one WR's first touch could make a whole 2 MiB resident. */
+	(void)madvise(p, len, MADV_NOHUGEPAGE);
+#endif
 	atomic_fetch_add(&mapped, len);
 	return p;
 }
