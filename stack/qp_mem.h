@@ -1,5 +1,5 @@
 /* Page-backed storage for per-QP queues (send queue, receive ring, SGE
- * pools, inline buffers, tx slots).
+ * pools, inline buffers, tx slots) and the TCP transport's iovec backlog.
  *
  * Anonymous pages are zero and cost nothing until touched, so a QP's
  * queue storage is one mapping that nothing initialises: an idle QP keeps
