@@ -7,7 +7,9 @@
  * are established and have idled for a moment; the deltas divided by N are
  * the per-QP costs (QP, CM id, transport, socket fd). No memory is
  * registered and no work requests are posted, so no buffers are counted.
- * Kernel socket memory is not in the RSS of either process.
+ * Kernel socket memory is not in the RSS of either process. The virtual
+ * size delta is reported too: a QP's queue storage is mapped at full
+ * depth but resident only where WRs have used it.
  *
  * Usage: qp_memory [-n N] [--sq WR] [--rq WR] [--json]
  * Output: one line per side and a summary; --json: one object. */
@@ -59,6 +61,7 @@ struct side {
 struct meas {
 	int64_t rss_before, rss_after;   /* bytes */
 	int64_t heap_before, heap_after; /* bytes in use by malloc */
+	int64_t virt_before, virt_after; /* bytes of address space */
 	int64_t fds_before, fds_after;
 	uint32_t n;
 	int ok;
@@ -72,17 +75,19 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int64_t rss_bytes(void)
+/* Resident and virtual size, bytes (-1 if unreadable). */
+static void statm_bytes(int64_t *rss, int64_t *virt)
 {
 	FILE *f = fopen("/proc/self/statm", "r");
-	long size = 0, res = -1;
+	long size = -1, res = -1;
 
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld %ld", &size, &res) != 2)
-		res = -1;
-	fclose(f);
-	return res < 0 ? -1 : (int64_t)res * sysconf(_SC_PAGESIZE);
+	if (f) {
+		if (fscanf(f, "%ld %ld", &size, &res) != 2)
+			size = res = -1;
+		fclose(f);
+	}
+	*rss = res < 0 ? -1 : (int64_t)res * sysconf(_SC_PAGESIZE);
+	*virt = size < 0 ? -1 : (int64_t)size * sysconf(_SC_PAGESIZE);
 }
 
 static int64_t heap_bytes(void)
@@ -107,11 +112,11 @@ static int64_t fd_count(void)
 	return n - 1; /* the directory's own fd */
 }
 
-static void snapshot(int64_t *rss, int64_t *heap, int64_t *fds)
+static void snapshot(int64_t *rss, int64_t *heap, int64_t *fds, int64_t *virt)
 {
 	*fds = fd_count();
 	*heap = heap_bytes();
-	*rss = rss_bytes();
+	statm_bytes(rss, virt);
 }
 
 static void err(const struct side *s, const char *what, int rc)
@@ -288,7 +293,7 @@ static int run_server(const struct opts *o, int wfd, int rfd)
 		port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
 	else
 		err(&s, "listen", rc);
-	snapshot(&m.rss_before, &m.heap_before, &m.fds_before);
+	snapshot(&m.rss_before, &m.heap_before, &m.fds_before, &m.virt_before);
 	if (write(wfd, &port, sizeof(port)) != (ssize_t)sizeof(port) || rc)
 		goto out;
 	deadline = now_s() + TIMEOUT_S;
@@ -296,7 +301,7 @@ static int run_server(const struct opts *o, int wfd, int rfd)
 		pump(&s, 10);
 	if (s.established == o->n && !s.failed) {
 		idle(&s, IDLE_MS);
-		snapshot(&m.rss_after, &m.heap_after, &m.fds_after);
+		snapshot(&m.rss_after, &m.heap_after, &m.fds_after, &m.virt_after);
 		m.ok = !s.failed;
 	} else if (!s.failed) {
 		fprintf(stderr, "qp_memory (server): %u of %u connections established in %d s\n",
@@ -325,14 +330,18 @@ static void print_side(const char *who, const struct meas *m, bool json)
 	double rss = (double)(m->rss_after - m->rss_before) / 1024.0 / n;
 	double heap = (double)(m->heap_after - m->heap_before) / 1024.0 / n;
 	double fds = (double)(m->fds_after - m->fds_before) / n;
+	double virt = (double)(m->virt_after - m->virt_before) / 1024.0 / n;
 
 	if (json)
 		printf("\"%s\":{\"rss_kib_per_qp\":%.2f,\"heap_kib_per_qp\":%.2f,\"fds_per_qp\":%.2f,"
-		       "\"rss_before_kib\":%lld,\"rss_after_kib\":%lld}",
-		       who, rss, heap, fds, (long long)(m->rss_before / 1024), (long long)(m->rss_after / 1024));
+		       "\"virt_kib_per_qp\":%.2f,\"rss_before_kib\":%lld,\"rss_after_kib\":%lld}",
+		       who, rss, heap, fds, virt, (long long)(m->rss_before / 1024),
+		       (long long)(m->rss_after / 1024));
 	else
-		printf("%-7s RSS %8lld -> %8lld KiB: %7.2f KiB/QP resident, %7.2f KiB/QP malloc'd, %.2f fds/QP\n",
-		       who, (long long)(m->rss_before / 1024), (long long)(m->rss_after / 1024), rss, heap, fds);
+		printf("%-7s RSS %8lld -> %8lld KiB: %7.2f KiB/QP resident, %7.2f KiB/QP malloc'd, "
+		       "%7.2f KiB/QP virtual, %.2f fds/QP\n",
+		       who, (long long)(m->rss_before / 1024), (long long)(m->rss_after / 1024), rss, heap, virt,
+		       fds);
 }
 
 static double rss_per_qp(const struct meas *m)
@@ -421,7 +430,7 @@ int main(int argc, char **argv)
 
 	if (setup(&s))
 		goto done;
-	snapshot(&mc.rss_before, &mc.heap_before, &mc.fds_before);
+	snapshot(&mc.rss_before, &mc.heap_before, &mc.fds_before, &mc.virt_before);
 	if (read(up[0], &port, sizeof(port)) != (ssize_t)sizeof(port) || port == 0) {
 		fprintf(stderr, "qp_memory: the server did not start\n");
 		goto done;
@@ -440,7 +449,7 @@ int main(int argc, char **argv)
 		goto done;
 	}
 	idle(&s, IDLE_MS);
-	snapshot(&mc.rss_after, &mc.heap_after, &mc.fds_after);
+	snapshot(&mc.rss_after, &mc.heap_after, &mc.fds_after, &mc.virt_after);
 	mc.ok = 1;
 	/* The server's numbers (it measures once it has all N established). */
 	for (;;) {

@@ -146,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct iw_rdmap_conn_ops ops = { f_stag, f_recv_buf, f_invalidate, f_event };
 	static struct iovec sq_sgl[8 * IW_RDMAP_MAX_SGE];
 	static uint8_t tx_markers[8 * IW_MPA_TX_MAX_MARKERS][IW_MPA_MARKER_LEN];
-	struct iw_rdmap_conn_mem mem = { sq, 8, ird, 4, tx, 8, sq_sgl, IW_RDMAP_MAX_SGE, tx_markers };
+	struct iw_rdmap_conn_mem mem = { sq, 8, ird, 4, tx, 8, sq_sgl, IW_RDMAP_MAX_SGE, tx_markers, false };
 	FUZZ_CHECK(iw_rdmap_conn_init(&c, &cfg, &ops, &f, &mem) == 0);
 
 	/* Two READs outstanding so Read Responses have something to match. */

@@ -611,7 +611,12 @@ int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, si
 				break;
 			c->cur.active = true;
 		}
-		struct iw_rdmap_tx_slot *slot = &c->mem.tx[(c->tx_head + c->tx_count) % c->mem.n_tx];
+		uint32_t si = (c->tx_head + c->tx_count) % c->mem.n_tx;
+		struct iw_rdmap_tx_slot *slot = &c->mem.tx[si];
+		if (c->cfg.markers_tx) { /* marker room by index, not set up at init */
+			slot->fpdu.markers = c->mem.tx_markers + (size_t)si * IW_MPA_TX_MAX_MARKERS;
+			slot->fpdu.markers_cap = IW_MPA_TX_MAX_MARKERS;
+		}
 		/* Only the progress fields change; a failed build rolls them back. */
 		struct iw_ddp_tx_msg *m = &c->cur.ddp;
 		size_t s_off = m->off, s_sge_off = m->sge_off;
@@ -724,17 +729,11 @@ int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *
 	c->ops = *ops;
 	c->ctx = ctx;
 	c->mem = *mem;
-	memset(mem->sq, 0, mem->sq_depth * sizeof(*mem->sq));
-	if (mem->ird)
-		memset(mem->ird, 0, mem->n_ird * sizeof(*mem->ird));
-	memset(mem->tx, 0, mem->n_tx * sizeof(*mem->tx));
-	for (uint32_t i = 0; i < mem->sq_depth; i++)
-		mem->sq[i].wr.sgl = mem->sgl_pool + (size_t)i * mem->max_sge;
-	if (cfg->markers_tx) {
-		for (uint32_t i = 0; i < mem->n_tx; i++) {
-			mem->tx[i].fpdu.markers = mem->tx_markers + (size_t)i * IW_MPA_TX_MAX_MARKERS;
-			mem->tx[i].fpdu.markers_cap = IW_MPA_TX_MAX_MARKERS;
-		}
+	if (!mem->zeroed) {
+		memset(mem->sq, 0, mem->sq_depth * sizeof(*mem->sq));
+		if (mem->ird)
+			memset(mem->ird, 0, mem->n_ird * sizeof(*mem->ird));
+		memset(mem->tx, 0, mem->n_tx * sizeof(*mem->tx));
 	}
 	c->state = IW_RDMAP_ST_RTS;
 	c->send_msn = 1;
@@ -766,7 +765,8 @@ int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr)
 	if (len > UINT32_MAX)
 		return -EINVAL;
 	struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_tail);
-	struct iovec *sgl = e->wr.sgl;
+	/* The slot's SGE room, by index: nothing per slot is set up at init. */
+	struct iovec *sgl = c->mem.sgl_pool + (size_t)(c->sq_tail % c->mem.sq_depth) * c->mem.max_sge;
 	memcpy(sgl, wr->sgl, (size_t)wr->nsge * sizeof(*sgl));
 	e->wr = (struct iw_rdmap_sq_wr){
 		.cookie = wr->cookie,

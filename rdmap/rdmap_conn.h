@@ -177,6 +177,10 @@ struct iw_rdmap_conn_mem {
 	/* With cfg.markers_tx: n_tx * IW_MPA_TX_MAX_MARKERS entries (marker
 	 * scratch of the FPDUs in flight); unused (may be NULL) without. */
 	uint8_t (*tx_markers)[IW_MPA_MARKER_LEN];
+	/* The storage above is known to be zero (e.g. fresh anonymous pages):
+	 * init leaves it untouched, so pages no WR or FPDU ever uses are never
+	 * made resident. False: init zeroes it. */
+	bool zeroed;
 };
 
 /* The message being cut into FPDUs. */
@@ -255,7 +259,9 @@ struct iw_rdmap_conn {
 /* Bytes of caller memory init needs for these sizes (for the owner's allocation). */
 size_t iw_rdmap_conn_mem_size(uint32_t sq_depth, uint32_t max_sge, uint32_t n_ird, uint32_t n_tx, bool markers_tx);
 
-/* Initialise with caller storage (zeroed by init). Returns 0 or -EINVAL. */
+/* Initialise with caller storage (zeroed by init unless mem->zeroed; per-slot
+ * pointers into the pools are set when a slot is used, not here). Returns 0
+ * or -EINVAL. */
 int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *cfg,
 		       const struct iw_rdmap_conn_ops *ops, void *ctx,
 		       const struct iw_rdmap_conn_mem *mem);

@@ -189,7 +189,9 @@ int iw_cq_push(struct iw_cq *cq, const struct iw_wc *wc);
 /* Receive queues (the QP's own, or an SRQ)                            */
 
 /* An entry's SGEs live in pools of its queue, max_sge per entry: sized by
- * the queue's own limit, not the library's, since idle QPs are many. */
+ * the queue's own limit, not the library's, since idle QPs are many. The
+ * pointers are set when the entry is posted (nothing touches a slot
+ * before its first use). */
 struct iw_rq_entry {
 	uint64_t wr_id;
 	int nsge;
@@ -202,6 +204,7 @@ struct iw_rq {
 	struct iovec *sgl_pool;
 	struct iw_mr **mr_pool;
 	uint32_t cap, head, count, max_sge;
+	bool ext_mem; /* storage owned by the caller of iw_rq_init_at */
 };
 
 struct iw_srq {
@@ -213,6 +216,10 @@ struct iw_srq {
 
 /* Receive queue helpers (srq.c), shared by QPs and SRQs. */
 int iw_rq_init(struct iw_rq *rq, uint32_t cap, uint32_t max_sge);
+/* Same over caller storage (cap entries, cap * max_sge SGEs and region
+ * pointers), which iw_rq_fini leaves alone. */
+void iw_rq_init_at(struct iw_rq *rq, uint32_t cap, uint32_t max_sge, struct iw_rq_entry *ring,
+		   struct iovec *sgl_pool, struct iw_mr **mr_pool);
 /* Drop every entry (releasing its regions) and free the ring. */
 void iw_rq_fini(struct iw_rq *rq);
 /* A stand-alone entry with room for max_sge SGEs (a QP's slot for the
@@ -236,14 +243,14 @@ void iw_rq_entry_release(struct iw_rq_entry *e);
 
 struct iw_transport;
 
-/* Per send-queue slot bookkeeping next to the engine's WR copy. */
+/* Per send-queue slot bookkeeping next to the engine's WR copy. Slot i's
+ * referenced regions (in_use held) are qp->sq_mr_pool[i * max_send_sge ..]
+ * and its inline room qp->inline_mem[i * max_inline_data ..]. */
 struct iw_sq_meta {
 	uint64_t wr_id;
 	enum iw_wc_opcode opcode;
 	bool signaled;
 	int nmr;
-	struct iw_mr **mr;   /* max_send_sge referenced regions (in_use held), in qp->sq_mr_pool */
-	uint8_t *inline_buf; /* max_inline_data bytes, or NULL */
 };
 
 /* What the connection manager negotiated, handed to the QP at connect. */
@@ -305,7 +312,11 @@ struct iw_qp {
 	bool flushed;        /* outstanding WRs were flushed */
 	bool error_local;    /* error raised by us (no blame by rx state) */
 	struct iw_rq_entry rx_slot; /* SRQ entry taken by the message in progress */
-	uint8_t *inline_mem; /* max_send_wr * max_inline_data bytes */
+	uint8_t *inline_mem; /* max_send_wr * max_inline_data bytes (in qmem) */
+	/* Page-backed storage of every per-WR array above and the tx slots
+	 * (stack/qp_mem.h): untouched, hence not resident, until used. */
+	void *qmem;
+	size_t qmem_len;
 	struct iw_timer linger;
 	uint64_t linger_deadline; /* give up (abort, flush) at this time */
 	/* Which WRs get a specific status instead of IW_WC_WR_FLUSH_ERR. */

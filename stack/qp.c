@@ -39,6 +39,7 @@
  * Engine callbacks never call transport ops: they record state and defer
  * (iw_qp_defer); iw_progress runs the deferred work. */
 #include "internal.h"
+#include "qp_mem.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -128,15 +129,31 @@ static void complete(struct iw_qp *qp, struct iw_cq *cq, const struct iw_wc *wc)
 		iw_qp_defer(qp, IW_QPW_FAIL);
 }
 
-static struct iw_sq_meta *meta_of(struct iw_qp *qp, uint64_t cookie)
+/* Send-queue slot of an engine cookie (the free-running SQ counter). */
+static inline uint32_t sq_slot(const struct iw_qp *qp, uint64_t cookie)
 {
-	return &qp->sq_meta[cookie % qp->cap.max_send_wr];
+	return (uint32_t)(cookie % qp->cap.max_send_wr);
 }
 
-static void meta_release(struct iw_sq_meta *m)
+/* A slot's region references and inline room, by index (no per-slot
+ * pointers: nothing touches a slot before its first WR). */
+static inline struct iw_mr **meta_mrs(struct iw_qp *qp, uint32_t slot)
 {
+	return qp->sq_mr_pool + (size_t)slot * qp->cap.max_send_sge;
+}
+
+static inline uint8_t *meta_inline(struct iw_qp *qp, uint32_t slot)
+{
+	return qp->inline_mem + (size_t)slot * qp->cap.max_inline_data;
+}
+
+static inline void meta_release(struct iw_qp *qp, uint32_t slot)
+{
+	struct iw_sq_meta *m = &qp->sq_meta[slot];
+	struct iw_mr **mr = meta_mrs(qp, slot);
+
 	for (int i = 0; i < m->nmr; i++)
-		m->mr[i]->in_use--;
+		mr[i]->in_use--;
 	m->nmr = 0;
 }
 
@@ -165,11 +182,12 @@ static void run_local_invs(struct iw_qp *qp)
 
 static void on_sq_event(struct iw_qp *qp, const struct iw_rdmap_event *ev)
 {
-	struct iw_sq_meta *m = meta_of(qp, ev->cookie);
+	uint32_t slot = sq_slot(qp, ev->cookie);
+	struct iw_sq_meta *m = &qp->sq_meta[slot];
 	bool ok = ev->type == IW_RDMAP_EV_SQ_DONE;
 
 	qp->sq_completed++;
-	meta_release(m);
+	meta_release(qp, slot);
 	if (ok && ev->wr_opcode == IW_RDMAP_WR_READ)
 		iw_qp_defer(qp, IW_QPW_KICK); /* fenced WRs / ORD may proceed */
 	if (qp->closing)
@@ -520,13 +538,11 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 		return -EINVAL;
 	uint32_t n_ird = p->ird ? p->ird : 1;
 	struct iw_rdmap_ird_entry *ird = calloc(n_ird, sizeof(*ird));
-	struct iw_rdmap_tx_slot *tx = calloc(IW_QP_TX_SLOTS, sizeof(*tx));
 	uint8_t(*markers)[IW_MPA_MARKER_LEN] = NULL;
 	if (p->markers_tx)
 		markers = calloc((size_t)IW_QP_TX_SLOTS * IW_MPA_TX_MAX_MARKERS, sizeof(*markers));
-	if (!ird || !tx || (p->markers_tx && !markers)) {
+	if (!ird || (p->markers_tx && !markers)) {
 		free(ird);
-		free(tx);
 		free(markers);
 		return -ENOMEM;
 	}
@@ -544,21 +560,22 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 		.sq_depth = qp->cap.max_send_wr,
 		.ird = ird,
 		.n_ird = n_ird,
-		.tx = tx,
+		.tx = qp->tx,
 		.n_tx = IW_QP_TX_SLOTS,
 		.sgl_pool = qp->sq_sgl_pool,
 		.max_sge = qp->cap.max_send_sge,
 		.tx_markers = markers,
+		/* qmem is fresh zero pages, untouched: keep it so; the IRD
+		 * table is calloc'd. */
+		.zeroed = true,
 	};
 	int rc = iw_rdmap_conn_init(&qp->conn, &cfg, &engine_ops, qp, &mem);
 	if (rc < 0) {
 		free(ird);
-		free(tx);
 		free(markers);
 		return rc;
 	}
 	qp->ird = ird;
-	qp->tx = tx;
 	qp->tx_markers = markers;
 	qp->n_tx = IW_QP_TX_SLOTS;
 	qp->sq_posted = 0;
@@ -617,18 +634,74 @@ static void qp_free(struct iw_qp *qp)
 {
 	if (!qp)
 		return;
-	free(qp->sq);
-	free(qp->sq_meta);
-	free(qp->linv);
-	free(qp->inline_mem);
 	free(qp->ird);
-	free(qp->tx);
 	free(qp->tx_markers);
-	free(qp->sq_sgl_pool);
-	free(qp->sq_mr_pool);
-	iw_rq_fini(&qp->rq);
+	iw_rq_fini(&qp->rq); /* releases posted entries: before qmem goes */
 	iw_rq_slot_fini(&qp->rx_slot);
+	iw_pages_free(qp->qmem, qp->qmem_len);
 	free(qp);
+}
+
+/* Where each per-WR array and the tx slots sit in qmem. */
+struct qp_layout {
+	size_t sq, sq_sgl, meta, sq_mr, linv, inl, tx, rq, rq_sgl, rq_mr, len;
+};
+
+static size_t layout_take(size_t *off, size_t n, size_t size)
+{
+	size_t at = (*off + 63) & ~(size_t)63; /* each array on its own cache line */
+	*off = at + n * size;
+	return at;
+}
+
+/* Sized by the QP's caps, not the library's maxima (SGE room, inline room
+ * only as asked; no receive ring with an SRQ: then max_recv_wr is 0). */
+static struct qp_layout qp_layout_of(const struct iw_qp_cap *cap)
+{
+	struct qp_layout l;
+	size_t off = 0, nsw = cap->max_send_wr, nrw = cap->max_recv_wr;
+
+	l.sq = layout_take(&off, nsw, sizeof(struct iw_rdmap_sq_entry));
+	l.sq_sgl = layout_take(&off, nsw * cap->max_send_sge, sizeof(struct iovec));
+	l.meta = layout_take(&off, nsw, sizeof(struct iw_sq_meta));
+	l.sq_mr = layout_take(&off, nsw * cap->max_send_sge, sizeof(struct iw_mr *));
+	l.linv = layout_take(&off, nsw, sizeof(struct iw_local_inv));
+	l.inl = layout_take(&off, nsw, cap->max_inline_data);
+	l.tx = layout_take(&off, IW_QP_TX_SLOTS, sizeof(struct iw_rdmap_tx_slot));
+	l.rq = layout_take(&off, nrw, sizeof(struct iw_rq_entry));
+	l.rq_sgl = layout_take(&off, nrw * cap->max_recv_sge, sizeof(struct iovec));
+	l.rq_mr = layout_take(&off, nrw * cap->max_recv_sge, sizeof(struct iw_mr *));
+	l.len = off;
+	return l;
+}
+
+/* One mapping for all of it, left untouched: an idle QP keeps none of it
+ * resident, and a slot's page becomes resident when a WR first uses it. */
+static int qp_mem_setup(struct iw_qp *qp, const struct iw_qp_cap *cap)
+{
+	struct qp_layout l = qp_layout_of(cap);
+	uint8_t *m = iw_pages_alloc(l.len);
+
+	if (!m)
+		return -ENOMEM;
+	qp->qmem = m;
+	qp->qmem_len = l.len;
+	qp->sq = (struct iw_rdmap_sq_entry *)(void *)(m + l.sq);
+	qp->sq_sgl_pool = (struct iovec *)(void *)(m + l.sq_sgl);
+	qp->sq_meta = (struct iw_sq_meta *)(void *)(m + l.meta);
+	qp->sq_mr_pool = (struct iw_mr **)(void *)(m + l.sq_mr);
+	qp->linv = (struct iw_local_inv *)(void *)(m + l.linv);
+	qp->inline_mem = m + l.inl;
+	qp->tx = (struct iw_rdmap_tx_slot *)(void *)(m + l.tx);
+	if (cap->max_recv_wr)
+		iw_rq_init_at(&qp->rq, cap->max_recv_wr, cap->max_recv_sge, (struct iw_rq_entry *)(void *)(m + l.rq),
+			      (struct iovec *)(void *)(m + l.rq_sgl), (struct iw_mr **)(void *)(m + l.rq_mr));
+	return 0;
+}
+
+size_t iw_qp_mem_len(const struct iw_qp_cap *cap)
+{
+	return qp_layout_of(cap).len;
 }
 
 int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw_qp **out)
@@ -661,22 +734,10 @@ int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw
 	struct iw_qp *qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	qp->sq = calloc(cap.max_send_wr, sizeof(*qp->sq));
-	qp->sq_meta = calloc(cap.max_send_wr, sizeof(*qp->sq_meta));
-	qp->linv = calloc(cap.max_send_wr, sizeof(*qp->linv));
-	qp->inline_mem = malloc((size_t)cap.max_send_wr * cap.max_inline_data);
-	/* SGE room as the caps ask, not the library maximum: idle QPs are many. */
-	qp->sq_sgl_pool = calloc((size_t)cap.max_send_wr * cap.max_send_sge, sizeof(*qp->sq_sgl_pool));
-	qp->sq_mr_pool = calloc((size_t)cap.max_send_wr * cap.max_send_sge, sizeof(*qp->sq_mr_pool));
-	if (!qp->sq || !qp->sq_meta || !qp->linv || !qp->inline_mem || !qp->sq_sgl_pool || !qp->sq_mr_pool ||
-	    (!attr->srq && iw_rq_init(&qp->rq, cap.max_recv_wr, cap.max_recv_sge) < 0) ||
+	if (qp_mem_setup(qp, &cap) < 0 ||
 	    (attr->srq && iw_rq_slot_init(&qp->rx_slot, attr->srq->rq.max_sge) < 0)) {
 		qp_free(qp);
 		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < cap.max_send_wr; i++) {
-		qp->sq_meta[i].inline_buf = qp->inline_mem + (size_t)i * cap.max_inline_data;
-		qp->sq_meta[i].mr = qp->sq_mr_pool + (size_t)i * cap.max_send_sge;
 	}
 	qp->ctx = ctx;
 	qp->pd = pd;
@@ -738,7 +799,7 @@ int iw_destroy_qp(struct iw_qp *qp)
 	 * are released. */
 	if (qp->connected) {
 		for (uint32_t i = qp->conn.sq_head; i != qp->conn.sq_tail; i++)
-			meta_release(meta_of(qp, i));
+			meta_release(qp, sq_slot(qp, i));
 	}
 	if (qp->srq && qp->rx_cur)
 		iw_rq_entry_release(qp->rx_cur);
@@ -827,7 +888,6 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 	if (read && (inl || wr->num_sge > 1 || c->cfg.ord == 0))
 		return -EINVAL;
 
-	struct iw_sq_meta *m = meta_of(qp, c->sq_tail);
 	uint64_t total = 0;
 	if (inl) {
 		for (int i = 0; i < wr->num_sge; i++) {
@@ -839,15 +899,16 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 			return -EMSGSIZE;
 		/* The slot is free (the SQ has room): copy now, the caller's
 		 * buffers may be reused as soon as we return. */
+		uint8_t *inl_buf = meta_inline(qp, c->sq_tail % qp->cap.max_send_wr);
 		size_t off = 0;
 		for (int i = 0; i < wr->num_sge; i++) {
 			const struct iw_sge *s = &wr->sg_list[i];
 			if (s->length)
-				memcpy(m->inline_buf + off, (const void *)(uintptr_t)s->addr, s->length);
+				memcpy(inl_buf + off, (const void *)(uintptr_t)s->addr, s->length);
 			off += s->length;
 		}
 		if (total) {
-			w.sgl[0].iov_base = m->inline_buf;
+			w.sgl[0].iov_base = inl_buf;
 			w.sgl[0].iov_len = (size_t)total;
 			w.nsge = 1;
 		}
@@ -885,12 +946,15 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 	int rc = iw_rdmap_post(c, &w);
 	if (rc < 0)
 		return rc;
+	uint32_t slot = (uint32_t)w.cookie % qp->cap.max_send_wr;
+	struct iw_sq_meta *m = &qp->sq_meta[slot];
 	m->wr_id = wr->wr_id;
 	m->opcode = wc_opcode_of(w.opcode);
 	m->signaled = wr->send_flags & IW_SEND_SIGNALED;
 	m->nmr = nmr;
+	struct iw_mr **mr = meta_mrs(qp, slot);
 	for (int i = 0; i < nmr; i++) {
-		m->mr[i] = mrs[i];
+		mr[i] = mrs[i];
 		mrs[i]->in_use++;
 	}
 	qp->sq_posted++;

@@ -20,11 +20,20 @@ int iw_rq_init(struct iw_rq *rq, uint32_t cap, uint32_t max_sge)
 		iw_rq_fini(rq);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < cap; i++) {
-		rq->ring[i].sgl = rq->sgl_pool + (size_t)i * max_sge;
-		rq->ring[i].mr = rq->mr_pool + (size_t)i * max_sge;
-	}
 	return 0;
+}
+
+void iw_rq_init_at(struct iw_rq *rq, uint32_t cap, uint32_t max_sge, struct iw_rq_entry *ring,
+		   struct iovec *sgl_pool, struct iw_mr **mr_pool)
+{
+	*rq = (struct iw_rq){
+		.ring = ring,
+		.sgl_pool = sgl_pool,
+		.mr_pool = mr_pool,
+		.cap = cap,
+		.max_sge = max_sge,
+		.ext_mem = true,
+	};
 }
 
 int iw_rq_slot_init(struct iw_rq_entry *e, uint32_t max_sge)
@@ -89,9 +98,11 @@ void iw_rq_fini(struct iw_rq *rq)
 		iw_rq_entry_release(iw_rq_head(rq));
 		iw_rq_pop(rq);
 	}
-	free(rq->ring);
-	free(rq->sgl_pool);
-	free(rq->mr_pool);
+	if (!rq->ext_mem) {
+		free(rq->ring);
+		free(rq->sgl_pool);
+		free(rq->mr_pool);
+	}
 	*rq = (struct iw_rq){ 0 };
 }
 
@@ -134,7 +145,11 @@ int iw_rq_post(struct iw_context *ctx, struct iw_pd *pd, struct iw_rq *rq, struc
 			rc = -ENOSPC;
 			break;
 		}
-		struct iw_rq_entry *e = &rq->ring[(rq->head + rq->count) % rq->cap];
+		uint32_t idx = (rq->head + rq->count) % rq->cap;
+		struct iw_rq_entry *e = &rq->ring[idx];
+		/* The slot's SGE room, by index (slots are not set up at init). */
+		e->sgl = rq->sgl_pool + (size_t)idx * rq->max_sge;
+		e->mr = rq->mr_pool + (size_t)idx * rq->max_sge;
 		if ((rc = check_wr(ctx, pd, rq, wr, e)) < 0) {
 			e->nsge = 0;
 			break;

@@ -33,6 +33,7 @@
  * one of its own steps are recorded and run when the step unwinds
  * (tp_guard.h, shared with the raw transport). */
 #include "internal.h"
+#include "qp_mem.h"
 #include "tp_guard.h"
 
 #include <errno.h>
@@ -83,8 +84,10 @@ struct tcp_transport {
 	/* Calls made from inside our own steps, run when they unwind. */
 	struct iw_tp_guard guard;
 
-	/* Backlog: pulled, not yet taken by the kernel. */
-	struct iovec iov[TP_IOV_MAX];
+	/* Backlog: pulled, not yet taken by the kernel. TP_IOV_MAX entries
+	 * in page-backed storage (qp_mem.h): kept at the front, so an idle
+	 * connection has none of it resident and a busy one mostly a page. */
+	struct iovec *iov;
 	int iov_head, iov_cnt;
 	size_t tx_pending;
 
@@ -324,6 +327,7 @@ static void tp_free(struct tcp_transport *t)
 		tp_finish(t, 0, false, true);
 	if (t->cm_id)
 		iw_cm_transport_gone(t->cm_id);
+	iw_pages_free(t->iov, TP_IOV_MAX * sizeof(*t->iov));
 	free(t);
 }
 
@@ -440,6 +444,11 @@ struct iw_transport *iw_tcp_transport_create(struct iw_context *ctx, struct iw_q
 
 	if (!t)
 		return NULL;
+	t->iov = iw_pages_alloc(TP_IOV_MAX * sizeof(*t->iov));
+	if (!t->iov) {
+		free(t);
+		return NULL;
+	}
 	t->base.ops = &tcp_ops;
 	t->base.qp = qp;
 	t->ctx = ctx;
