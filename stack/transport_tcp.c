@@ -258,7 +258,10 @@ static void tp_rx(struct tcp_transport *t)
 
 		if (t->state == TP_INIT || t->state == TP_CLOSED)
 			return;
-		if (!c->cfg.markers_rx)
+		/* Between FPDUs after a small one the whole next FPDU is likely
+		 * in the socket: read it all into the stage, where the
+		 * deframer's whole-FPDU fast path takes it. */
+		if (!c->cfg.markers_rx && !(c->rx.ulpdu_len < TP_BIG_FPDU && iw_mpa_rx_at_boundary(&c->mpa_rx)))
 			n = iw_rdmap_rx_prepare(c, v, TP_RX_PREP);
 		for (int i = 0; i < n; i++)
 			prep += v[i].iov_len;
