@@ -235,6 +235,8 @@ static void tp_tx(struct tcp_transport *t)
 			return;
 		if ((size_t)n < offered)
 			break; /* socket buffer full */
+		if (!iw_rdmap_tx_pending(c))
+			break; /* all sent and nothing to pull: skip an empty pull */
 	}
 	tp_set_events(t, EPOLLIN | (t->tx_pending ? EPOLLOUT : 0u));
 	/* Graceful close: FIN once everything queued went out (or nothing
