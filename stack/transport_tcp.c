@@ -225,7 +225,8 @@ static void tp_tx(struct tcp_transport *t)
 			return;
 		}
 		t->base.qp->stats.bytes_tx += (uint64_t)n;
-		iw_trace_data(t->ctx, t->trace_conn, true, t->iov + t->iov_head, t->iov_cnt, (size_t)n);
+		if (t->trace_conn) /* 0: not traced; skip the call per send */
+			iw_trace_data(t->ctx, t->trace_conn, true, t->iov + t->iov_head, t->iov_cnt, (size_t)n);
 		tp_consume(t, (size_t)n);
 		size_t rtr = (size_t)n < t->rtr_left ? (size_t)n : t->rtr_left;
 		t->rtr_left -= rtr;
@@ -288,7 +289,8 @@ static void tp_rx(struct tcp_transport *t)
 			return;
 		}
 		t->base.qp->stats.bytes_rx += (uint64_t)r;
-		iw_trace_data(t->ctx, t->trace_conn, false, v, n + 1, (size_t)r);
+		if (t->trace_conn)
+			iw_trace_data(t->ctx, t->trace_conn, false, v, n + 1, (size_t)r);
 		if (t->gated) {
 			t->gated = false; /* the initiator is in FPDU mode: we may talk */
 			t->guard.kick_req = true;
