@@ -143,21 +143,12 @@ static int rx_untagged(struct iw_ddp_rx *rx, struct iw_ddp_segment *seg,
 	return 0;
 }
 
-int iw_ddp_rx_begin(struct iw_ddp_rx *rx, const uint8_t *hdr, size_t hdr_len, size_t payload_len,
-		    struct iw_ddp_segment *seg, struct iw_term_cause *cause)
+/* Checks from the version on; seg->hdr is decoded. */
+static int rx_begin(struct iw_ddp_rx *rx, size_t payload_len, struct iw_ddp_segment *seg,
+		    struct iw_term_cause *cause)
 {
 	int rc;
 
-	/* dest[] is written only as far as ndest says; no need to clear it. */
-	memset(&seg->hdr, 0, sizeof(seg->hdr));
-	seg->payload_len = 0;
-	seg->ndest = 0;
-	/* MPA framed the ULPDU, so a header shorter than T announces is our
-	 * caller's accounting error, not something the peer can be blamed for. */
-	if (!hdr || iw_ddp_hdr_decode(hdr, hdr_len, &seg->hdr) == 0) {
-		*cause = CAUSE_LOCAL_CATA;
-		return -1;
-	}
 	seg->payload_len = payload_len;
 	/* Reserved control bits are ignored on receive (RFC 5041 sec. 4.1). */
 	if (seg->hdr.version != IW_DDP_VERSION) {
@@ -169,6 +160,30 @@ int iw_ddp_rx_begin(struct iw_ddp_rx *rx, const uint8_t *hdr, size_t hdr_len, si
 	if (rc != 0)
 		seg->ndest = 0;
 	return rc;
+}
+
+int iw_ddp_rx_begin(struct iw_ddp_rx *rx, const uint8_t *hdr, size_t hdr_len, size_t payload_len,
+		    struct iw_ddp_segment *seg, struct iw_term_cause *cause)
+{
+	/* dest[] is written only as far as ndest says; no need to clear it. */
+	memset(&seg->hdr, 0, sizeof(seg->hdr));
+	seg->payload_len = 0;
+	seg->ndest = 0;
+	/* MPA framed the ULPDU, so a header shorter than T announces is our
+	 * caller's accounting error, not something the peer can be blamed for. */
+	if (!hdr || iw_ddp_hdr_decode(hdr, hdr_len, &seg->hdr) == 0) {
+		*cause = CAUSE_LOCAL_CATA;
+		return -1;
+	}
+	return rx_begin(rx, payload_len, seg, cause);
+}
+
+int iw_ddp_rx_begin_decoded(struct iw_ddp_rx *rx, const struct iw_ddp_hdr *h, size_t payload_len,
+			    struct iw_ddp_segment *seg, struct iw_term_cause *cause)
+{
+	seg->hdr = *h;
+	seg->ndest = 0;
+	return rx_begin(rx, payload_len, seg, cause);
 }
 
 bool iw_ddp_rx_end(struct iw_ddp_rx *rx, const struct iw_ddp_segment *seg)

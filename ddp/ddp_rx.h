@@ -73,6 +73,11 @@ void iw_ddp_rx_init(struct iw_ddp_rx *rx, const struct iw_ddp_rx_ops *ops, void 
 int iw_ddp_rx_begin(struct iw_ddp_rx *rx, const uint8_t *hdr, size_t hdr_len, size_t payload_len,
 		    struct iw_ddp_segment *seg, struct iw_term_cause *cause);
 
+/* The same for a header the caller has decoded already (with
+ * iw_ddp_hdr_decode, which succeeded): saves the second decode. */
+int iw_ddp_rx_begin_decoded(struct iw_ddp_rx *rx, const struct iw_ddp_hdr *h, size_t payload_len,
+			    struct iw_ddp_segment *seg, struct iw_term_cause *cause);
+
 /* The segment's FPDU completed cleanly: advance the queue state. Returns
  * true when it completed an untagged message (L=1) or a tagged message. */
 bool iw_ddp_rx_end(struct iw_ddp_rx *rx, const struct iw_ddp_segment *seg);

@@ -207,14 +207,20 @@ static void on_header(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *ev)
 	memcpy(c->rx.ulpdu_head, ev->hdr, ev->hdr_len);
 	c->rx.hdr_len = ev->hdr_len;
 	c->rx.ulpdu_len = ev->ulpdu_len;
-	iw_ddp_hdr_decode(ev->hdr, ev->hdr_len, &h);
+	/* MPA delivers the length the control field asks for, so this
+	 * cannot fail; if it did it is our bug, reported as DDP would. */
+	if (iw_ddp_hdr_decode(ev->hdr, ev->hdr_len, &h) == 0) {
+		c->rx.seg.ndest = 0;
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_LOCAL_CATA, 0x00));
+		return;
+	}
 	c->rx.opcode = iw_rdmap_opcode_of(h.ulp_ctrl);
 
 	/* A bad DDP version makes every other field meaningless: let DDP
 	 * report it before RDMAP looks at anything. */
 	if (h.version == IW_DDP_VERSION && rdmap_precheck(c, &h, ev->payload_len) < 0)
 		return;
-	if (iw_ddp_rx_begin(&c->ddp_rx, ev->hdr, ev->hdr_len, ev->payload_len, &c->rx.seg, &cause) < 0) {
+	if (iw_ddp_rx_begin_decoded(&c->ddp_rx, &h, ev->payload_len, &c->rx.seg, &cause) < 0) {
 		fail_rx(c, cause);
 		return;
 	}

@@ -228,7 +228,8 @@ static void tp_tx(struct tcp_transport *t)
 			return;
 		}
 		t->base.qp->stats.bytes_tx += (uint64_t)n;
-		iw_trace_data(t->ctx, t->trace_conn, true, t->iov + t->iov_head, t->iov_cnt, (size_t)n);
+		if (t->trace_conn) /* 0: not traced; skip the call per send */
+			iw_trace_data(t->ctx, t->trace_conn, true, t->iov + t->iov_head, t->iov_cnt, (size_t)n);
 		tp_consume(t, (size_t)n);
 		size_t rtr = (size_t)n < t->rtr_left ? (size_t)n : t->rtr_left;
 		t->rtr_left -= rtr;
@@ -238,6 +239,8 @@ static void tp_tx(struct tcp_transport *t)
 			return;
 		if ((size_t)n < offered)
 			break; /* socket buffer full */
+		if (!iw_rdmap_tx_pending(c))
+			break; /* all sent and nothing to pull: skip an empty pull */
 	}
 	tp_set_events(t, EPOLLIN | (t->tx_pending ? EPOLLOUT : 0u));
 	/* Graceful close: FIN once everything queued went out (or nothing
@@ -261,7 +264,10 @@ static void tp_rx(struct tcp_transport *t)
 
 		if (t->state == TP_INIT || t->state == TP_CLOSED)
 			return;
-		if (!c->cfg.markers_rx)
+		/* Between FPDUs after a small one the whole next FPDU is likely
+		 * in the socket: read it all into the stage, where the
+		 * deframer's whole-FPDU fast path takes it. */
+		if (!c->cfg.markers_rx && !(c->rx.ulpdu_len < TP_BIG_FPDU && iw_mpa_rx_at_boundary(&c->mpa_rx)))
 			n = iw_rdmap_rx_prepare(c, v, TP_RX_PREP);
 		for (int i = 0; i < n; i++)
 			prep += v[i].iov_len;
@@ -286,7 +292,8 @@ static void tp_rx(struct tcp_transport *t)
 			return;
 		}
 		t->base.qp->stats.bytes_rx += (uint64_t)r;
-		iw_trace_data(t->ctx, t->trace_conn, false, v, n + 1, (size_t)r);
+		if (t->trace_conn)
+			iw_trace_data(t->ctx, t->trace_conn, false, v, n + 1, (size_t)r);
 		if (t->gated) {
 			t->gated = false; /* the initiator is in FPDU mode: we may talk */
 			t->guard.kick_req = true;

@@ -1100,6 +1100,67 @@ START_TEST(test_rx_tagged_roundtrip)
 }
 END_TEST
 
+/* iw_ddp_rx_begin_decoded on a header the caller decoded gives exactly
+ * what iw_ddp_rx_begin gives on its bytes. */
+START_TEST(test_rx_begin_decoded_same)
+{
+	uint64_t s = iwt_seed();
+	static uint8_t rbuf[100];
+	struct iovec rsgl[3] = { { rbuf, 30 }, { rbuf + 30, 0 }, { rbuf + 40, 60 } };
+	int ok = 0;
+
+	for (int i = 0; i < 20000; i++) {
+		uint8_t h[18];
+		struct iw_ddp_segment a, b;
+		struct iw_ddp_hdr d;
+		struct iw_term_cause ca = { 0, 0, 0 }, cb = { 0, 0, 0 };
+		size_t pl = (size_t)iwt_rand_range(&s, 0, 120);
+		int ra, rb;
+
+		iwt_fill_random(&s, h, sizeof(h));
+		if (iwt_rand(&s) & 1)
+			h[0] = (uint8_t)((h[0] & 0xC0) | 1);
+		if (iwt_rand(&s) & 1) {
+			if (h[0] & 0x80) {
+				iw_put_be32(h + 2, iwt_rand(&s) & 1 ? STAG_W : STAG_RR);
+				iw_put_be64(h + 6, MR_TO + iwt_rand(&s) % 5000);
+			} else {
+				iw_put_be32(h + 6, (uint32_t)(iwt_rand(&s) % 4));
+				iw_put_be32(h + 10, 1);
+				iw_put_be32(h + 14, (uint32_t)(iwt_rand(&s) % 3 == 0 ? iwt_rand(&s) % 50 : 0));
+			}
+		}
+		ck_assert_uint_gt(iw_ddp_hdr_decode(h, sizeof(h), &d), 0);
+		memset(&a, 0xA5, sizeof(a));
+		memset(&b, 0x5A, sizeof(b));
+		rx_setup();
+		for (int q = 0; q < IW_DDP_NUM_QN; q++)
+			iwt_ddp_rq_post(&env, (uint32_t)q, rsgl, 3);
+		ra = iw_ddp_rx_begin(&rx, h, sizeof(h), pl, &a, &ca);
+		rx_setup();
+		for (int q = 0; q < IW_DDP_NUM_QN; q++)
+			iwt_ddp_rq_post(&env, (uint32_t)q, rsgl, 3);
+		rb = iw_ddp_rx_begin_decoded(&rx, &d, pl, &b, &cb);
+		ck_assert_int_eq(ra, rb);
+		ck_assert_int_eq(a.ndest, b.ndest);
+		ck_assert_mem_eq(&a.hdr, &b.hdr, sizeof(a.hdr));
+		if (ra != 0) {
+			ck_assert_uint_eq(ca.layer, cb.layer);
+			ck_assert_uint_eq(ca.etype, cb.etype);
+			ck_assert_uint_eq(ca.ecode, cb.ecode);
+			continue;
+		}
+		ok++;
+		ck_assert_uint_eq(a.payload_len, b.payload_len);
+		for (int k = 0; k < a.ndest; k++) {
+			ck_assert_ptr_eq(a.dest[k].iov_base, b.dest[k].iov_base);
+			ck_assert_uint_eq(a.dest[k].iov_len, b.dest[k].iov_len);
+		}
+	}
+	ck_assert_int_gt(ok, 100); /* both outcomes were exercised */
+}
+END_TEST
+
 START_TEST(test_rx_random_headers)
 {
 	/* Hostile headers: any outcome but a crash, and success only with a
@@ -1175,6 +1236,7 @@ static Suite *ddp_suite(void)
 	tcase_add_test(r, test_rx_short_header);
 	tcase_add_test(r, test_rx_tagged_errors);
 	tcase_add_test(r, test_rx_ops_missing);
+	tcase_add_test(r, test_rx_begin_decoded_same);
 	tcase_add_test(r, test_rx_tagged_zero_length);
 	tcase_add_test(r, test_rx_to_wrap);
 	tcase_add_test(r, test_rx_untagged_errors);
