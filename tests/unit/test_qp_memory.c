@@ -31,7 +31,9 @@
 #define IWT_ASAN 1
 #endif
 #ifdef IWT_ASAN
-#include <sanitizer/allocator_interface.h>
+/* Declared here, not from <sanitizer/allocator_interface.h>: gcc ships no
+ * such header, but both compilers' ASan runtimes export the function. */
+size_t __sanitizer_get_current_allocated_bytes(void);
 #endif
 
 /* Default caps (iw_create_qp with a zeroed cap). */
