@@ -162,19 +162,32 @@ int iw_rawdev_poll(struct iw_rawdev *d)
 	return total;
 }
 
+/* The context timer only has to fire no later than the stack's next
+ * deadline. Re-arming costs timerfd_settime syscalls (two when the timer
+ * is the context's earliest), and the deadline moves on nearly every
+ * flush (RTO and delayed-ACK timers), so the timer is moved only when the
+ * deadline comes before it. A timer left earlier than needed fires, the
+ * pass finds nothing due, and the timer is set again: one spurious wake
+ * per armed period instead of syscalls per flush. */
+bool iw_rawdev_rearm_needed(bool armed, uint64_t armed_ms, uint64_t deadline_us)
+{
+	if (deadline_us == UINT64_MAX)
+		return false; /* nothing due: an armed timer may stay (a spurious wake) */
+	return !armed || deadline_us < armed_ms * 1000u;
+}
+
 static void rearm(struct iw_rawdev *d)
 {
 	if (!d->ctx)
 		return;
 	uint64_t dl = iwn_net_next_deadline(&d->net);
-	if (dl == UINT64_MAX) {
-		iw_ctx_timer_cancel(d->ctx, &d->timer);
+	if (!iw_rawdev_rearm_needed(d->timer.armed, d->timer.deadline_ms, dl))
 		return;
-	}
-	uint64_t now = iw_rawdev_now_us();
-	/* Round up: the context's timers have millisecond resolution. */
-	uint64_t ms = dl <= now ? 0 : (dl - now + 999) / 1000;
-	iw_ctx_timer_arm(d->ctx, &d->timer, ms);
+	d->st.timer_rearms++;
+	/* Arm at the deadline rounded up to the context's millisecond clock
+	 * (same CLOCK_MONOTONIC base), never before it. */
+	uint64_t due_ms = dl / 1000u + (dl % 1000u != 0), now_ms = iw_now_ms();
+	iw_ctx_timer_arm(d->ctx, &d->timer, due_ms > now_ms ? due_ms - now_ms : 0);
 }
 
 void iw_rawdev_flush(struct iw_rawdev *d)

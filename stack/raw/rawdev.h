@@ -45,6 +45,7 @@ struct iw_rawdev_user {
 
 struct iw_rawdev_stats {
 	uint64_t polls, frames_in, timer_runs;
+	uint64_t timer_rearms; /* context timer moved (timerfd syscalls) */
 	uint64_t tx_dropped; /* transmit ring still full after a flush */
 	/* Raw transports on this device: FPDUs placed out of order. */
 	uint64_t ooo_fpdus_placed, ooo_bytes_placed;
@@ -81,6 +82,11 @@ bool iw_rawdev_on_link(const struct iw_rawdev *d, uint32_t addr);
 int iw_rawdev_poll(struct iw_rawdev *d);
 /* Send queued frames; in a context, re-arm the timer. */
 void iw_rawdev_flush(struct iw_rawdev *d);
+
+/* Does a context timer (armed?, at armed_ms, CLOCK_MONOTONIC ms) have to
+ * move for the stack's next deadline (us, UINT64_MAX: none)? Only when it
+ * would fire after the deadline; an early timer stays. Exposed for tests. */
+bool iw_rawdev_rearm_needed(bool armed, uint64_t armed_ms, uint64_t deadline_us);
 
 /* Let ctx's progress loop drive the device. 0 or a negative errno. */
 int iw_rawdev_attach(struct iw_rawdev *d, struct iw_context *ctx);
