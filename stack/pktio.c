@@ -439,6 +439,19 @@ static int recv_v3(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
 	return n;
 }
 
+bool iw_pktio_rx_ready(const struct iw_pktio *p)
+{
+	if (p->rx_held.on)
+		return true; /* the shim holds one back: the next recv releases it */
+	const uint8_t *slot = p->rx_map + (size_t)p->rx_next * p->rx_slot_size;
+	if (p->rx_ring == IW_PKTIO_RX_V3) {
+		const struct tpacket_block_desc *bd = (const struct tpacket_block_desc *)slot;
+		return __atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER;
+	}
+	const struct tpacket2_hdr *h = (const struct tpacket2_hdr *)slot;
+	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER;
+}
+
 int iw_pktio_recv(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
 {
 	if (!p || !cb || max <= 0)

@@ -76,6 +76,10 @@ uint32_t iw_pktio_mtu(const struct iw_pktio *p);
 typedef void (*iw_pktio_rx_fn)(void *arg, const uint8_t *frame, uint32_t len);
 int iw_pktio_recv(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg);
 
+/* Does a received frame wait in the ring? Reads ring memory only (no
+ * syscall), for busy polling; iw_pktio_recv delivers it. */
+bool iw_pktio_rx_ready(const struct iw_pktio *p);
+
 /* Copy one frame into the transmit ring; it leaves with the next flush.
  * 0, -EMSGSIZE (larger than MTU + Ethernet header or a slot), or -ENOBUFS
  * (ring full: flush, wait for POLLOUT on the fd, retry). */

@@ -6,6 +6,8 @@
 #include "../tp_guard.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +102,16 @@ static void rt_finish(struct raw_transport *t, int err, bool notify_qp, bool abo
 		iw_rawdev_user_del(t->dev, &t->user);
 	t->user_on = false;
 	uint64_t now = iw_rawdev_now_us();
+	if (t->c && getenv("IWARP_RAW_STATS")) {
+		const struct iwn_tcp_stats *s = &t->c->stats;
+		fprintf(stderr,
+			"iwarp raw conn: segs in %" PRIu64 " out %" PRIu64 ", bytes in %" PRIu64 " out %" PRIu64
+			", rto %" PRIu64 ", fast rexmit %" PRIu64 ", rexmit segs %" PRIu64 ", dupacks %" PRIu64
+			", ooo segs %" PRIu64 ", probes %" PRIu64 "; fpdus tx %" PRIu64 " deferred %" PRIu64 "\n",
+			s->segs_in, s->segs_out, s->bytes_in, s->bytes_out, s->rto_expired, s->fast_retransmits,
+			s->retransmitted_segs, s->dupacks, s->ooo_segs, s->window_probes, t->st.fpdus_tx,
+			t->st.records_deferred);
+	}
 	if (t->c) {
 		t->c->ooo = NULL;
 		t->c->ooo_arg = NULL;

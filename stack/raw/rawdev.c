@@ -3,6 +3,8 @@
 #include "rawdev.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -49,6 +51,18 @@ int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, cons
 	uint8_t prefix = cfg->prefix ? cfg->prefix : 24;
 	d->netmask = prefix == 32 ? 0xffffffffu : ~(0xffffffffu >> prefix);
 	d->watch.fd = -1;
+	d->peek.spin_us = cfg->spin_us == IW_RAWDEV_SPIN_OFF ? 0 : cfg->spin_us ? cfg->spin_us : IW_RAWDEV_SPIN_DEFAULT_US;
+	const char *spin = getenv("IWARP_RAW_SPIN_US");
+	if (spin && *spin) {
+		char *end;
+		unsigned long v = strtoul(spin, &end, 10);
+		if (*end || v > 1000000u) {
+			free(d);
+			w = "IWARP_RAW_SPIN_US: not a number of microseconds (0..1000000)";
+			goto fail_early;
+		}
+		d->peek.spin_us = (uint32_t)v;
+	}
 
 	struct iw_pktio_cfg pc = {
 		.ifname = cfg->ifname,
@@ -109,6 +123,19 @@ void iw_rawdev_close(struct iw_rawdev *d)
 	iw_rawdev_detach(d);
 	iwn_net_fini(&d->net);
 	(void)iw_pktio_flush(d->pio);
+	if (getenv("IWARP_RAW_STATS")) {
+		/* Counts for benchmarking: per-frame and per-syscall costs. */
+		struct iw_pktio_stats ps;
+		iw_pktio_get_stats(d->pio, &ps);
+		fprintf(stderr,
+			"iwarp raw dev: polls %" PRIu64 ", frames in %" PRIu64 ", timer runs %" PRIu64
+			", timer rearms %" PRIu64 ", spin hits %" PRIu64 ", tx dropped %" PRIu64
+			"; pktio rx %" PRIu64 " frames, kernel drops %" PRIu64 ", truncated %" PRIu64
+			", tx %" PRIu64 " frames in %" PRIu64 " flushes, ring full %" PRIu64 "\n",
+			d->st.polls, d->st.frames_in, d->st.timer_runs, d->st.timer_rearms, d->st.spin_hits,
+			d->st.tx_dropped, ps.rx_frames, ps.rx_kernel_drops, ps.rx_truncated, ps.tx_frames,
+			ps.tx_flushes, ps.tx_ring_full);
+	}
 	iw_pktio_close(d->pio);
 	free(d);
 }
@@ -169,11 +196,18 @@ int iw_rawdev_poll(struct iw_rawdev *d)
  * deadline comes before it. A timer left earlier than needed fires, the
  * pass finds nothing due, and the timer is set again: one spurious wake
  * per armed period instead of syscalls per flush. */
+static uint64_t ceil_ms(uint64_t us)
+{
+	return us / 1000u + (us % 1000u != 0);
+}
+
 bool iw_rawdev_rearm_needed(bool armed, uint64_t armed_ms, uint64_t deadline_us)
 {
 	if (deadline_us == UINT64_MAX)
 		return false; /* nothing due: an armed timer may stay (a spurious wake) */
-	return !armed || deadline_us < armed_ms * 1000u;
+	/* The context clock has milliseconds: compare the deadline rounded
+	 * up, as it would be armed. */
+	return !armed || ceil_ms(deadline_us) < armed_ms;
 }
 
 static void rearm(struct iw_rawdev *d)
@@ -186,7 +220,7 @@ static void rearm(struct iw_rawdev *d)
 	d->st.timer_rearms++;
 	/* Arm at the deadline rounded up to the context's millisecond clock
 	 * (same CLOCK_MONOTONIC base), never before it. */
-	uint64_t due_ms = dl / 1000u + (dl % 1000u != 0), now_ms = iw_now_ms();
+	uint64_t due_ms = ceil_ms(dl), now_ms = iw_now_ms();
 	iw_ctx_timer_arm(d->ctx, &d->timer, due_ms > now_ms ? due_ms - now_ms : 0);
 }
 
@@ -224,6 +258,20 @@ static void on_timer(struct iw_timer *t)
 	tell_users(d);
 }
 
+static bool peek_ready(struct iw_peek *p)
+{
+	struct iw_rawdev *d = (struct iw_rawdev *)((char *)p - offsetof(struct iw_rawdev, peek));
+	return iw_pktio_rx_ready(d->pio);
+}
+
+static void peek_run(struct iw_peek *p)
+{
+	struct iw_rawdev *d = (struct iw_rawdev *)((char *)p - offsetof(struct iw_rawdev, peek));
+	d->st.spin_hits++;
+	iw_rawdev_poll(d);
+	tell_users(d);
+}
+
 int iw_rawdev_attach(struct iw_rawdev *d, struct iw_context *ctx)
 {
 	if (!d || !ctx || d->ctx)
@@ -235,6 +283,9 @@ int iw_rawdev_attach(struct iw_rawdev *d, struct iw_context *ctx)
 	if (rc)
 		return rc;
 	d->ctx = ctx;
+	d->peek.ready = peek_ready;
+	d->peek.run = peek_run;
+	iw_ctx_peek_add(ctx, &d->peek);
 	rearm(d);
 	return 0;
 }
@@ -244,6 +295,7 @@ void iw_rawdev_detach(struct iw_rawdev *d)
 	if (!d || !d->ctx)
 		return;
 	iw_ctx_watch_del(d->ctx, &d->watch);
+	iw_ctx_peek_del(d->ctx, &d->peek);
 	iw_ctx_timer_cancel(d->ctx, &d->timer);
 	d->ctx = NULL;
 }
