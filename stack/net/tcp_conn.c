@@ -777,6 +777,19 @@ int iwn_tcp_send_record(struct iwn_tcp_conn *c, const void *p, uint32_t n, uint6
 	return r;
 }
 
+int iwn_tcp_send_recordv(struct iwn_tcp_conn *c, const struct iovec *iov, int cnt, uint32_t n, uint64_t now)
+{
+	int r = send_check(c);
+	if (r)
+		return r;
+	if (n > INT32_MAX)
+		return -EMSGSIZE;
+	r = iwn_sndbuf_write_recordv(&c->sb, iov, cnt, n);
+	if (r > 0)
+		output(c, now, false);
+	return r;
+}
+
 uint32_t iwn_tcp_recv(struct iwn_tcp_conn *c, void *p, uint32_t n, uint64_t now)
 {
 	uint32_t k = iwn_rcvbuf_read(&c->rb, p, n);
