@@ -477,7 +477,8 @@ static int ring_put(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
 		p->st.tx_ring_full++;
 		return -ENOBUFS;
 	}
-	memcpy((uint8_t *)h + data_off, frame, len);
+	if (frame != (uint8_t *)h + data_off) /* not built in place */
+		memcpy((uint8_t *)h + data_off, frame, len);
 	h->tp_len = len;
 	__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
 	p->tx_next = (p->tx_next + 1) % p->tx_nslots;
@@ -485,6 +486,22 @@ static int ring_put(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
 	p->st.tx_frames++;
 	p->st.tx_bytes += len;
 	return 0;
+}
+
+uint8_t *iw_pktio_tx_slot(struct iw_pktio *p, uint32_t *cap)
+{
+	const uint32_t data_off = TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
+	/* The shim may put its held frame into this very slot before the
+	 * frame built in it is sent: no in-place building while it is on. */
+	if (!p || p->reorder_ppm)
+		return NULL;
+	struct tpacket2_hdr *h = (struct tpacket2_hdr *)(p->tx_map + (size_t)p->tx_next * TX_SLOT);
+	uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+	if (status != TP_STATUS_AVAILABLE && !(status & TP_STATUS_WRONG_FORMAT))
+		return NULL;
+	if (cap)
+		*cap = TX_SLOT - data_off;
+	return (uint8_t *)h + data_off;
 }
 
 /* The held frame goes after a newer one; if the ring is full it stays

@@ -84,6 +84,11 @@ bool iw_pktio_rx_ready(const struct iw_pktio *p);
  * 0, -EMSGSIZE (larger than MTU + Ethernet header or a slot), or -ENOBUFS
  * (ring full: flush, wait for POLLOUT on the fd, retry). */
 int iw_pktio_send(struct iw_pktio *p, const uint8_t *frame, uint32_t len);
+/* The data area of the next free transmit slot (at least *cap bytes are
+ * writable there), or NULL when the ring is full or the reorder shim is
+ * on. A frame built there and passed to iw_pktio_send is not copied.
+ * Anything else written there is overwritten by the next send. */
+uint8_t *iw_pktio_tx_slot(struct iw_pktio *p, uint32_t *cap);
 /* Send everything queued. 0 or a negative errno. */
 int iw_pktio_flush(struct iw_pktio *p);
 

@@ -159,7 +159,8 @@ static void sack_blocks(struct iwn_tcp_conn *c, struct iwn_tcp_opts *o, uint32_t
  * sequence seq. */
 static void send_seg(struct iwn_tcp_conn *c, uint64_t now, uint32_t seq, uint8_t flags, uint32_t len)
 {
-	uint8_t *seg = c->txbuf + c->headroom;
+	uint8_t *base = c->txbuf_get ? c->txbuf_get(c->out_arg) : NULL;
+	uint8_t *seg = (base ? base : c->txbuf) + c->headroom;
 	struct iwn_tcp_hdr h;
 	memset(&h, 0, sizeof(h));
 	h.sport = c->lport;

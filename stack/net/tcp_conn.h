@@ -114,6 +114,10 @@ struct iwn_tcp_conn {
 
 	/* output */
 	uint8_t *txbuf;      /* owner's scratch: headroom + IWN_TCP_MAX_HLEN + mss */
+	/* Optional (set by the owner after init): a buffer of the same size
+	 * to build the next segment in, e.g. a transmit ring slot, so the
+	 * frame is not copied again; NULL (or the hook unset): txbuf. */
+	uint8_t *(*txbuf_get)(void *out_arg);
 	uint32_t headroom;
 	iwn_tcp_out_fn out;
 	void *out_arg;

@@ -35,6 +35,15 @@ static void dev_tx(void *arg, const uint8_t *frame, uint32_t len)
 		d->st.tx_dropped++;
 }
 
+/* TCP builds its frames straight in the transmit ring's next slot. */
+static uint8_t *dev_slot(void *arg, uint32_t need)
+{
+	struct iw_rawdev *d = arg;
+	uint32_t cap = 0;
+	uint8_t *s = iw_pktio_tx_slot(d->pio, &cap);
+	return s && cap >= need ? s : NULL;
+}
+
 int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, const char **why)
 {
 	const char *w = "bad configuration";
@@ -102,6 +111,7 @@ int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, cons
 	}
 	nc.tx = dev_tx;
 	nc.tx_arg = d;
+	nc.tx_slot = dev_slot;
 	rc = iwn_net_init(&d->net, &nc);
 	if (rc) {
 		w = "cannot set up the TCP/IP host";
