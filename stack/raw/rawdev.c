@@ -140,11 +140,11 @@ void iw_rawdev_close(struct iw_rawdev *d)
 		struct iw_pktio_stats ps;
 		iw_pktio_get_stats(d->pio, &ps);
 		fprintf(stderr,
-			"iwarp raw dev: polls %" PRIu64 ", frames in %" PRIu64 ", timer runs %" PRIu64
+			"iwarp raw dev: polls %" PRIu64 ", flushes %" PRIu64 ", frames in %" PRIu64 ", timer runs %" PRIu64
 			", timer rearms %" PRIu64 ", spin hits %" PRIu64 ", tx dropped %" PRIu64
 			"; pktio rx %" PRIu64 " frames, kernel drops %" PRIu64 ", truncated %" PRIu64
 			", tx %" PRIu64 " frames in %" PRIu64 " flushes, ring full %" PRIu64 "\n",
-			d->st.polls, d->st.frames_in, d->st.timer_runs, d->st.timer_rearms, d->st.spin_hits,
+			d->st.polls, d->st.flushes, d->st.frames_in, d->st.timer_runs, d->st.timer_rearms, d->st.spin_hits,
 			d->st.tx_dropped, ps.rx_frames, ps.rx_kernel_drops, ps.rx_truncated, ps.tx_frames,
 			ps.tx_flushes, ps.tx_ring_full);
 	}
@@ -238,6 +238,7 @@ static void rearm(struct iw_rawdev *d)
 
 void iw_rawdev_flush(struct iw_rawdev *d)
 {
+	d->st.flushes++;
 	(void)iw_pktio_flush(d->pio);
 	rearm(d);
 }

@@ -54,6 +54,7 @@ struct iw_rawdev_user {
 
 struct iw_rawdev_stats {
 	uint64_t polls, frames_in, timer_runs;
+	uint64_t flushes;      /* iw_rawdev_flush calls (each may move the timer) */
 	uint64_t timer_rearms; /* context timer moved (timerfd syscalls) */
 	uint64_t spin_hits;    /* progress found frames in the ring without a syscall */
 	uint64_t tx_dropped; /* transmit ring still full after a flush */

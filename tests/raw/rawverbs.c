@@ -7,7 +7,7 @@
  * (--drop/--reorder ppm) --expect-ooo requires out-of-order placements.
  * --expect-peek requires that the progress loop found frames in the
  * receive rings without a syscall, and that the context timer moved at
- * most once per 4 device passes.
+ * most once per 4 flushes (plus one per 4 ms for timer expiries).
  *   rawverbs [--mb N] [--drop PPM] [--reorder PPM] [--seed S] [--no-ooo]
  *            [--expect-ooo] [--expect-peek] [--no-crc] [--timeout SEC]
  * Exit 0 on success, 77 without CAP_NET_RAW, 1 on any failure. */
@@ -300,12 +300,15 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2; i++) {
 		const struct iw_rawdev_stats *ds = &sides[i]->dev->st;
 		printf("rawverbs: %s: device polls %" PRIu64 ", from the ring without a syscall %" PRIu64
-		       ", timer rearms %" PRIu64 "\n",
-		       sides[i]->name, ds->polls, ds->spin_hits, ds->timer_rearms);
+		       ", flushes %" PRIu64 ", timer rearms %" PRIu64 "\n",
+		       sides[i]->name, ds->polls, ds->spin_hits, ds->flushes, ds->timer_rearms);
 		/* The progress loop finds frames in the ring's memory, and the
-		 * context timer is not moved on every flush (there are several
-		 * flushes per poll). */
-		if (expect_peek && (ds->spin_hits == 0 || ds->timer_rearms * 4 > ds->polls)) {
+		 * context timer is not moved on every flush (moving it on every
+		 * flush was the old rule). Moves that come with time (the timer
+		 * fired, a delayed ACK came due: a few per 40 ms) get an
+		 * allowance, so a slow run does not fail. */
+		uint64_t allowance = (uint64_t)(secs * 1000.0) / 4;
+		if (expect_peek && (ds->spin_hits == 0 || ds->timer_rearms * 4 > ds->flushes + allowance)) {
 			fprintf(stderr, "rawverbs: %s: ring not busy-polled or timer moved too often\n",
 				sides[i]->name);
 			ok = false;
