@@ -121,12 +121,22 @@ uint32_t iwn_sndbuf_seglen(const struct iwn_sndbuf *sb, uint32_t off, uint32_t m
 	if (max > avail)
 		max = avail;
 	uint64_t from = sb->base + off, to = from + max, best = 0;
-	for (uint32_t i = 0; i < sb->mlen; i++) {
+	/* Marks ascend: find the first one after from by bisection (a
+	 * linear walk from the oldest cost a scan of every record in
+	 * flight per segment), then take the last one within to. */
+	uint32_t lo = 0, hi = sb->mlen;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (sb->marks[(sb->mhead + mid) % sb->mcap] > from)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	for (uint32_t i = lo; i < sb->mlen; i++) {
 		uint64_t m = sb->marks[(sb->mhead + i) % sb->mcap];
 		if (m > to)
 			break;
-		if (m > from)
-			best = m;
+		best = m;
 	}
 	return best ? (uint32_t)(best - from) : max;
 }

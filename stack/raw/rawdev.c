@@ -104,6 +104,10 @@ int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, cons
 	 * (send syscalls) and ACKs per MiB, and deferred FPDUs. */
 	nc.tcp.sndbuf = cfg->sndbuf ? cfg->sndbuf : 1u << 20;
 	nc.tcp.rcvbuf = cfg->rcvbuf ? cfg->rcvbuf : 256u << 10;
+	/* One record per FPDU: enough marks to fill the send buffer with
+	 * MTU-1500 FPDUs (the default 256 capped it near 370 KB). */
+	if (nc.tcp.max_records < nc.tcp.sndbuf / 1024)
+		nc.tcp.max_records = nc.tcp.sndbuf / 1024;
 	if (getrandom(nc.isn_key, sizeof(nc.isn_key), 0) != (ssize_t)sizeof(nc.isn_key)) {
 		rc = -EIO;
 		w = "no random bytes for the ISN key";

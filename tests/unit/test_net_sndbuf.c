@@ -1,4 +1,6 @@
-/* iwn_sndbuf_write_recordv (the raw transport gathers each FPDU straight
+/* iwn_sndbuf_seglen (bisecting the record marks) cuts where a plain walk
+ * of the marks cuts.
+ * iwn_sndbuf_write_recordv (the raw transport gathers each FPDU straight
  * into TCP's send buffer) queues the same bytes and the same record
  * boundaries as iwn_sndbuf_write_record on a contiguous copy, across ring
  * wrap-around, and refuses what the contiguous call refuses. */
@@ -71,12 +73,55 @@ START_TEST(recordv_refusals)
 }
 END_TEST
 
+/* The segment cut, as tcp_sndbuf.h defines it, by a plain walk. */
+static uint32_t ref_seglen(const struct iwn_sndbuf *sb, uint32_t off, uint32_t max)
+{
+	if (off >= sb->len)
+		return 0;
+	if (max > sb->len - off)
+		max = sb->len - off;
+	uint64_t from = sb->base + off, to = from + max, best = 0;
+	for (uint32_t i = 0; i < sb->mlen; i++) {
+		uint64_t m = sb->marks[(sb->mhead + i) % sb->mcap];
+		if (m > from && m <= to)
+			best = m;
+	}
+	return best ? (uint32_t)(best - from) : max;
+}
+
+/* Random records, writes without boundaries and acknowledgements; every
+ * cut the bisecting iwn_sndbuf_seglen makes is the plain walk's. */
+START_TEST(seglen_matches_walk)
+{
+	struct iwn_sndbuf sb;
+	static uint8_t x[4096];
+	uint64_t st = iwt_seed();
+	ck_assert_int_eq(iwn_sndbuf_init(&sb, 50000, 300), 0);
+	for (int iter = 0; iter < 20000; iter++) {
+		uint32_t n = 1 + (uint32_t)(iwt_rand(&st) % 2000);
+		if (iwt_rand(&st) % 8)
+			(void)iwn_sndbuf_write_record(&sb, x, n);
+		else
+			(void)iwn_sndbuf_write(&sb, x, n);
+		for (int k = 0; k < 8; k++) {
+			uint32_t off = sb.len ? (uint32_t)(iwt_rand(&st) % (sb.len + 1)) : 0;
+			uint32_t max = 1 + (uint32_t)(iwt_rand(&st) % 9000);
+			ck_assert_uint_eq(iwn_sndbuf_seglen(&sb, off, max), ref_seglen(&sb, off, max));
+		}
+		if (iwt_rand(&st) % 3 == 0)
+			iwn_sndbuf_consume(&sb, (uint32_t)(iwt_rand(&st) % (sb.len + 1)));
+	}
+	iwn_sndbuf_fini(&sb);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("net_sndbuf");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, recordv_matches_record);
 	tcase_add_test(tc, recordv_refusals);
+	tcase_add_test(tc, seglen_matches_walk);
 	suite_add_tcase(s, tc);
 	return s;
 }
