@@ -217,6 +217,78 @@ static int run_deferred(struct iw_context *ctx)
 }
 
 /* ------------------------------------------------------------------ */
+/* In-memory sources (peeks)                                           */
+
+void iw_ctx_peek_add(struct iw_context *ctx, struct iw_peek *p)
+{
+	p->next = ctx->peeks;
+	ctx->peeks = p;
+}
+
+void iw_ctx_peek_del(struct iw_context *ctx, struct iw_peek *p)
+{
+	for (struct iw_peek **pp = &ctx->peeks; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			p->next = NULL;
+			return;
+		}
+}
+
+/* Run every ready peek; how many ran. */
+static int run_peeks(struct iw_context *ctx)
+{
+	int n = 0;
+	for (struct iw_peek *p = ctx->peeks, *next; p; p = next) {
+		next = p->next; /* run may delete p */
+		if (p->ready(p)) {
+			p->run(p);
+			n++;
+		}
+	}
+	return n;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Before blocking for up to timeout_ms: spin on the peeks for the
+ * longest spin_us among them (bounded by the timeout), dropping the
+ * lock between checks so other threads can post. Stops early when work
+ * shows up by other means (-1: do not block then). Returns the peeks
+ * that ran. */
+static int spin_peeks(struct iw_context *ctx, int timeout_ms)
+{
+	uint32_t us = 0;
+	for (struct iw_peek *p = ctx->peeks; p; p = p->next)
+		if (p->spin_us > us)
+			us = p->spin_us;
+	if (!us)
+		return 0;
+	if (timeout_ms >= 0 && (uint64_t)us > (uint64_t)timeout_ms * 1000u)
+		us = (uint32_t)timeout_ms * 1000u;
+	uint64_t end = now_ns() + (uint64_t)us * 1000u;
+	do {
+		int n = run_peeks(ctx);
+		if (n > 0)
+			return n;
+		iw_ctx_unlock(ctx);
+		__asm__ __volatile__("" ::: "memory");
+		iw_ctx_lock(ctx);
+		/* Another thread may have queued work while the lock was
+		 * dropped; it did not wake us (we were not in epoll_wait). */
+		if (ctx->deferred || ctx->no_wait_once || ctx->wake_pending ||
+		    (ctx->timers && ctx->timers->deadline_ms <= iw_now_ms()))
+			return -1;
+	} while (now_ns() < end);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* Progress                                                            */
 
 static int wait_timeout(struct iw_context *ctx, int timeout_ms)
@@ -244,6 +316,34 @@ static int progress_locked(struct iw_context *ctx, int timeout_ms)
 		n++; /* completions arrived since the last call */
 	}
 	int t = n > 0 ? 0 : wait_timeout(ctx, timeout_ms);
+
+	if (ctx->peeks) {
+		int p = run_peeks(ctx);
+		if (p == 0 && t != 0)
+			p = spin_peeks(ctx, t);
+		if (p < 0) {
+			p = 0;
+			t = 0;
+			if (ctx->no_wait_once) {
+				ctx->no_wait_once = false;
+				n++;
+			}
+			n += run_deferred(ctx) + run_timers(ctx);
+		}
+		if (p > 0) {
+			n += p;
+			t = 0;
+		}
+		/* Work found in memory, or a caller that spins (timeout 0):
+		 * no epoll_wait this turn, unless it was skipped too often
+		 * (other fds must get a turn). Timers and deferred work are
+		 * checked in memory above either way. */
+		if (t == 0 && ctx->peek_skips < IW_PEEK_SKIP_MAX) {
+			ctx->peek_skips++;
+			return n + run_deferred(ctx) + run_timers(ctx);
+		}
+	}
+	ctx->peek_skips = 0;
 
 	ctx->n_waiters++;
 	int k;

@@ -41,6 +41,21 @@ struct iw_timer {
 	struct iw_timer *next;
 };
 
+/* A source the progress loop can check in memory, without a syscall
+ * (e.g. an mmap'ed receive ring). Before epoll_wait, iw_progress asks
+ * ready(); when true it calls run() and skips epoll_wait for that turn.
+ * A call with timeout 0 (a spinning caller) skips it too. At most
+ * IW_PEEK_SKIP_MAX turns in a row skip it, so other fds are still seen.
+ * A call that would block first spins on ready() for up to spin_us
+ * (0: no spin), dropping the lock between checks. Embed in the owner. */
+struct iw_peek {
+	bool (*ready)(struct iw_peek *p); /* called with the lock held */
+	void (*run)(struct iw_peek *p);
+	uint32_t spin_us;
+	struct iw_peek *next;
+};
+#define IW_PEEK_SKIP_MAX 16
+
 struct iw_trace;
 struct iw_rawdev;
 
@@ -89,6 +104,8 @@ struct iw_context {
 	bool no_wait_once;   /* the next progress call returns without waiting */
 	/* IW_TRANSPORT_RAW: the raw device every connection uses (stack/raw). */
 	struct iw_rawdev *raw;
+	struct iw_peek *peeks;  /* in-memory sources checked before epoll_wait */
+	uint32_t peek_skips;    /* epoll_wait calls skipped in a row */
 };
 
 uint64_t iw_now_ms(void);
@@ -99,6 +116,8 @@ int iw_ctx_watch_mod(struct iw_context *ctx, struct iw_watch *w, uint32_t events
 void iw_ctx_watch_del(struct iw_context *ctx, struct iw_watch *w);
 void iw_ctx_timer_arm(struct iw_context *ctx, struct iw_timer *t, uint64_t delay_ms);
 void iw_ctx_timer_cancel(struct iw_context *ctx, struct iw_timer *t);
+void iw_ctx_peek_add(struct iw_context *ctx, struct iw_peek *p);
+void iw_ctx_peek_del(struct iw_context *ctx, struct iw_peek *p);
 /* Make the next iw_progress() run soon (e.g. a QP has work to kick). */
 void iw_ctx_wake(struct iw_context *ctx);
 /* Completions were queued outside iw_progress: a thread blocked in it is

@@ -439,6 +439,19 @@ static int recv_v3(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
 	return n;
 }
 
+bool iw_pktio_rx_ready(const struct iw_pktio *p)
+{
+	if (p->rx_held.on)
+		return true; /* the shim holds one back: the next recv releases it */
+	const uint8_t *slot = p->rx_map + (size_t)p->rx_next * p->rx_slot_size;
+	if (p->rx_ring == IW_PKTIO_RX_V3) {
+		const struct tpacket_block_desc *bd = (const struct tpacket_block_desc *)slot;
+		return __atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER;
+	}
+	const struct tpacket2_hdr *h = (const struct tpacket2_hdr *)slot;
+	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER;
+}
+
 int iw_pktio_recv(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
 {
 	if (!p || !cb || max <= 0)
@@ -464,7 +477,8 @@ static int ring_put(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
 		p->st.tx_ring_full++;
 		return -ENOBUFS;
 	}
-	memcpy((uint8_t *)h + data_off, frame, len);
+	if (frame != (uint8_t *)h + data_off) /* not built in place */
+		memcpy((uint8_t *)h + data_off, frame, len);
 	h->tp_len = len;
 	__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
 	p->tx_next = (p->tx_next + 1) % p->tx_nslots;
@@ -472,6 +486,22 @@ static int ring_put(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
 	p->st.tx_frames++;
 	p->st.tx_bytes += len;
 	return 0;
+}
+
+uint8_t *iw_pktio_tx_slot(struct iw_pktio *p, uint32_t *cap)
+{
+	const uint32_t data_off = TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
+	/* The shim may put its held frame into this very slot before the
+	 * frame built in it is sent: no in-place building while it is on. */
+	if (!p || p->reorder_ppm)
+		return NULL;
+	struct tpacket2_hdr *h = (struct tpacket2_hdr *)(p->tx_map + (size_t)p->tx_next * TX_SLOT);
+	uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+	if (status != TP_STATUS_AVAILABLE && !(status & TP_STATUS_WRONG_FORMAT))
+		return NULL;
+	if (cap)
+		*cap = TX_SLOT - data_off;
+	return (uint8_t *)h + data_off;
 }
 
 /* The held frame goes after a newer one; if the ring is full it stays

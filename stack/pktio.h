@@ -76,10 +76,19 @@ uint32_t iw_pktio_mtu(const struct iw_pktio *p);
 typedef void (*iw_pktio_rx_fn)(void *arg, const uint8_t *frame, uint32_t len);
 int iw_pktio_recv(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg);
 
+/* Does a received frame wait in the ring? Reads ring memory only (no
+ * syscall), for busy polling; iw_pktio_recv delivers it. */
+bool iw_pktio_rx_ready(const struct iw_pktio *p);
+
 /* Copy one frame into the transmit ring; it leaves with the next flush.
  * 0, -EMSGSIZE (larger than MTU + Ethernet header or a slot), or -ENOBUFS
  * (ring full: flush, wait for POLLOUT on the fd, retry). */
 int iw_pktio_send(struct iw_pktio *p, const uint8_t *frame, uint32_t len);
+/* The data area of the next free transmit slot (at least *cap bytes are
+ * writable there), or NULL when the ring is full or the reorder shim is
+ * on. A frame built there and passed to iw_pktio_send is not copied.
+ * Anything else written there is overwritten by the next send. */
+uint8_t *iw_pktio_tx_slot(struct iw_pktio *p, uint32_t *cap);
 /* Send everything queued. 0 or a negative errno. */
 int iw_pktio_flush(struct iw_pktio *p);
 

@@ -131,6 +131,14 @@ static void tcp_out(void *arg, struct iwn_tcp_conn *c, uint32_t laddr, uint32_t 
 	ip_output(net, ip - IWN_ETH_HLEN, IWN_ETH_HLEN + 20 + len, raddr, net->now);
 }
 
+/* Build TCP frames in the owner's slot when it has one (tcp_out gets
+ * the same memory back, already framed). */
+static uint8_t *tcp_txbuf(void *arg)
+{
+	struct iwn_net *net = arg;
+	return net->cfg.tx_slot(net->cfg.tx_arg, net->frame_cap);
+}
+
 /* ---- connections ---- */
 
 static struct iwn_net_sock *sock_of(struct iwn_net *net, const struct iwn_tcp_conn *c, uint32_t *idx)
@@ -169,6 +177,8 @@ static int new_sock(struct iwn_net *net, uint32_t *idx)
 			free(s);
 			return r;
 		}
+		if (net->cfg.tx_slot)
+			s->c.txbuf_get = tcp_txbuf;
 		net->socks[i] = s;
 		*idx = i;
 		return 0;

@@ -31,6 +31,9 @@ struct iwn_net_cfg {
 	uint8_t arp_tries;
 	iwn_net_tx_fn tx;
 	void *tx_arg;
+	/* Optional: where the next TCP frame may be built in place (at least
+	 * cap bytes; NULL: none free). tx then gets that same pointer. */
+	uint8_t *(*tx_slot)(void *tx_arg, uint32_t cap);
 };
 /* Defaults: MTU 1500, 64 connections, 16 ARP entries living 60 s,
  * requests every 1 s, 3 tries; tcp from iwn_tcp_cfg_default. */

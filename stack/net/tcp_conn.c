@@ -159,7 +159,8 @@ static void sack_blocks(struct iwn_tcp_conn *c, struct iwn_tcp_opts *o, uint32_t
  * sequence seq. */
 static void send_seg(struct iwn_tcp_conn *c, uint64_t now, uint32_t seq, uint8_t flags, uint32_t len)
 {
-	uint8_t *seg = c->txbuf + c->headroom;
+	uint8_t *base = c->txbuf_get ? c->txbuf_get(c->out_arg) : NULL;
+	uint8_t *seg = (base ? base : c->txbuf) + c->headroom;
 	struct iwn_tcp_hdr h;
 	memset(&h, 0, sizeof(h));
 	h.sport = c->lport;
@@ -772,6 +773,19 @@ int iwn_tcp_send_record(struct iwn_tcp_conn *c, const void *p, uint32_t n, uint6
 	if (n > INT32_MAX)
 		return -EMSGSIZE;
 	r = iwn_sndbuf_write_record(&c->sb, p, n);
+	if (r > 0)
+		output(c, now, false);
+	return r;
+}
+
+int iwn_tcp_send_recordv(struct iwn_tcp_conn *c, const struct iovec *iov, int cnt, uint32_t n, uint64_t now)
+{
+	int r = send_check(c);
+	if (r)
+		return r;
+	if (n > INT32_MAX)
+		return -EMSGSIZE;
+	r = iwn_sndbuf_write_recordv(&c->sb, iov, cnt, n);
 	if (r > 0)
 		output(c, now, false);
 	return r;

@@ -114,6 +114,10 @@ struct iwn_tcp_conn {
 
 	/* output */
 	uint8_t *txbuf;      /* owner's scratch: headroom + IWN_TCP_MAX_HLEN + mss */
+	/* Optional (set by the owner after init): a buffer of the same size
+	 * to build the next segment in, e.g. a transmit ring slot, so the
+	 * frame is not copied again; NULL (or the hook unset): txbuf. */
+	uint8_t *(*txbuf_get)(void *out_arg);
 	uint32_t headroom;
 	iwn_tcp_out_fn out;
 	void *out_arg;
@@ -145,6 +149,9 @@ int iwn_tcp_send(struct iwn_tcp_conn *c, const void *p, uint32_t n, uint64_t now
 /* Queue one record (an FPDU): all n bytes, whose end is a segment
  * boundary, or the errors of iwn_sndbuf_write_record / iwn_tcp_send. */
 int iwn_tcp_send_record(struct iwn_tcp_conn *c, const void *p, uint32_t n, uint64_t now);
+/* The same, gathered from cnt pieces totalling n bytes (no contiguous
+ * copy needed); -EINVAL when they do not add up to n. */
+int iwn_tcp_send_recordv(struct iwn_tcp_conn *c, const struct iovec *iov, int cnt, uint32_t n, uint64_t now);
 /* Read in-order bytes; 0 when none (see iwn_tcp_eof). */
 uint32_t iwn_tcp_recv(struct iwn_tcp_conn *c, void *p, uint32_t n, uint64_t now);
 static inline uint32_t iwn_tcp_readable(const struct iwn_tcp_conn *c)

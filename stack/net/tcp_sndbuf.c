@@ -47,7 +47,7 @@ uint32_t iwn_sndbuf_write(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n)
 	return n;
 }
 
-int iwn_sndbuf_write_record(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n)
+static int record_check(const struct iwn_sndbuf *sb, uint32_t n)
 {
 	if (n == 0)
 		return -EINVAL;
@@ -55,10 +55,39 @@ int iwn_sndbuf_write_record(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n)
 		return -EMSGSIZE;
 	if (n > iwn_sndbuf_space(sb) || sb->mlen == sb->mcap)
 		return -EAGAIN;
-	put(sb, p, n);
+	return 0;
+}
+
+static int record_mark(struct iwn_sndbuf *sb, uint32_t n)
+{
 	sb->marks[(sb->mhead + sb->mlen) % sb->mcap] = sb->base + sb->len;
 	sb->mlen++;
 	return (int)n;
+}
+
+int iwn_sndbuf_write_record(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n)
+{
+	int r = record_check(sb, n);
+	if (r)
+		return r;
+	put(sb, p, n);
+	return record_mark(sb, n);
+}
+
+int iwn_sndbuf_write_recordv(struct iwn_sndbuf *sb, const struct iovec *iov, int cnt, uint32_t n)
+{
+	uint64_t total = 0;
+	for (int i = 0; i < cnt; i++)
+		total += iov[i].iov_len;
+	if (cnt < 0 || total != n)
+		return -EINVAL;
+	int r = record_check(sb, n);
+	if (r)
+		return r;
+	for (int i = 0; i < cnt; i++)
+		if (iov[i].iov_len)
+			put(sb, iov[i].iov_base, (uint32_t)iov[i].iov_len);
+	return record_mark(sb, n);
 }
 
 void iwn_sndbuf_consume(struct iwn_sndbuf *sb, uint32_t n)
@@ -92,12 +121,22 @@ uint32_t iwn_sndbuf_seglen(const struct iwn_sndbuf *sb, uint32_t off, uint32_t m
 	if (max > avail)
 		max = avail;
 	uint64_t from = sb->base + off, to = from + max, best = 0;
-	for (uint32_t i = 0; i < sb->mlen; i++) {
+	/* Marks ascend: find the first one after from by bisection (a
+	 * linear walk from the oldest cost a scan of every record in
+	 * flight per segment), then take the last one within to. */
+	uint32_t lo = 0, hi = sb->mlen;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (sb->marks[(sb->mhead + mid) % sb->mcap] > from)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	for (uint32_t i = lo; i < sb->mlen; i++) {
 		uint64_t m = sb->marks[(sb->mhead + i) % sb->mcap];
 		if (m > to)
 			break;
-		if (m > from)
-			best = m;
+		best = m;
 	}
 	return best ? (uint32_t)(best - from) : max;
 }

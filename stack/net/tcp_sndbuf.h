@@ -7,6 +7,7 @@
 #define IWN_TCP_SNDBUF_H
 
 #include <stdint.h>
+#include <sys/uio.h>
 
 struct iwn_sndbuf {
 	uint8_t *buf;
@@ -28,6 +29,9 @@ uint32_t iwn_sndbuf_write(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n);
  * when space or the record table is short, -EMSGSIZE when it can never
  * fit, -EINVAL for n == 0. */
 int iwn_sndbuf_write_record(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n);
+/* The same for a record gathered from cnt pieces (n: their total). The
+ * gather goes straight into the ring: no contiguous copy first. */
+int iwn_sndbuf_write_recordv(struct iwn_sndbuf *sb, const struct iovec *iov, int cnt, uint32_t n);
 /* n bytes were acknowledged: drop them from the front. */
 void iwn_sndbuf_consume(struct iwn_sndbuf *sb, uint32_t n);
 /* Copy n bytes starting off bytes after head. off + n <= len. */

@@ -6,6 +6,8 @@
 #include "../tp_guard.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +102,16 @@ static void rt_finish(struct raw_transport *t, int err, bool notify_qp, bool abo
 		iw_rawdev_user_del(t->dev, &t->user);
 	t->user_on = false;
 	uint64_t now = iw_rawdev_now_us();
+	if (t->c && getenv("IWARP_RAW_STATS")) {
+		const struct iwn_tcp_stats *s = &t->c->stats;
+		fprintf(stderr,
+			"iwarp raw conn: segs in %" PRIu64 " out %" PRIu64 ", bytes in %" PRIu64 " out %" PRIu64
+			", rto %" PRIu64 ", fast rexmit %" PRIu64 ", rexmit segs %" PRIu64 ", dupacks %" PRIu64
+			", ooo segs %" PRIu64 ", probes %" PRIu64 "; fpdus tx %" PRIu64 " deferred %" PRIu64 "\n",
+			s->segs_in, s->segs_out, s->bytes_in, s->bytes_out, s->rto_expired, s->fast_retransmits,
+			s->retransmitted_segs, s->dupacks, s->ooo_segs, s->window_probes, t->st.fpdus_tx,
+			t->st.records_deferred);
+	}
 	if (t->c) {
 		t->c->ooo = NULL;
 		t->c->ooo_arg = NULL;
@@ -121,6 +133,21 @@ static void rt_finish(struct raw_transport *t, int err, bool notify_qp, bool abo
 /* ------------------------------------------------------------------ */
 /* Transmit                                                            */
 
+/* TCP's answer r to an FPDU of n bytes (engine bytes unless rtr): true
+ * when taken and still open. -EAGAIN leaves it to the caller. */
+static bool rt_taken(struct raw_transport *t, int r, uint32_t n, bool rtr)
+{
+	if (r < 0) {
+		rt_finish(t, r == -EPIPE ? -ECONNRESET : r, true, true);
+		return false;
+	}
+	t->st.fpdus_tx++;
+	t->base.qp->stats.bytes_tx += n;
+	if (!rtr)
+		iw_rdmap_tx_ack(rt_conn(t), n); /* may complete WRs */
+	return t->state != RT_CLOSED;
+}
+
 /* Hand the pending FPDU to TCP as one record: true when taken. */
 static bool rt_push(struct raw_transport *t)
 {
@@ -129,18 +156,11 @@ static bool rt_push(struct raw_transport *t)
 		t->st.records_deferred++;
 		return false;
 	}
-	if (r < 0) {
-		rt_finish(t, r == -EPIPE ? -ECONNRESET : r, true, true);
-		return false;
-	}
 	uint32_t n = t->pend_len;
+	bool rtr = t->pend_rtr;
 	t->pend_len = 0;
-	t->st.fpdus_tx++;
-	t->base.qp->stats.bytes_tx += n;
-	if (!t->pend_rtr)
-		iw_rdmap_tx_ack(rt_conn(t), n); /* may complete WRs */
 	t->pend_rtr = false;
-	return t->state != RT_CLOSED;
+	return rt_taken(t, r, n, rtr);
 }
 
 static void rt_tx(struct raw_transport *t)
@@ -167,12 +187,23 @@ static void rt_tx(struct raw_transport *t)
 			rt_finish(t, -EMSGSIZE, true, true);
 			return;
 		}
+		/* Gathered straight into TCP's send buffer; only an FPDU TCP
+		 * has no room for yet is copied aside (the engine's pieces
+		 * are not kept past this call). */
+		int r = iwn_tcp_send_recordv(t->c, t->iov, n, (uint32_t)bytes, iw_rawdev_now_us());
+		if (r != -EAGAIN) {
+			if (!rt_taken(t, r, (uint32_t)bytes, false))
+				break;
+			continue;
+		}
+		t->st.records_deferred++;
 		uint32_t k = 0;
 		for (int i = 0; i < n; i++) {
 			memcpy(t->scratch + k, t->iov[i].iov_base, t->iov[i].iov_len);
 			k += (uint32_t)t->iov[i].iov_len;
 		}
 		t->pend_len = k;
+		break; /* TCP just said no: retry on its next ACK */
 	}
 	if (t->state == RT_CLOSED)
 		return;

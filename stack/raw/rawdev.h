@@ -22,14 +22,23 @@
 #include "../net/net.h"
 #include "../pktio.h"
 
+#define IW_RAWDEV_SPIN_DEFAULT_US 50u
+#define IW_RAWDEV_SPIN_OFF UINT32_MAX
+
 struct iw_rawdev_cfg {
 	const char *ifname;
 	uint32_t ip;      /* our address, host order; the kernel must not have it on ifname */
 	uint8_t prefix;   /* on-link network (1..32); 0: 24 */
 	uint32_t mtu;     /* 0 or larger than the interface's: the interface's */
 	enum iw_pktio_rx_ring rx_ring;
-	uint32_t sndbuf, rcvbuf; /* per TCP connection; 0: 256 KiB */
+	uint32_t sndbuf, rcvbuf; /* per TCP connection; 0: 1 MiB / 256 KiB */
 	uint32_t max_conns;      /* 0: 64 */
+	/* In a context, a progress call that would block first spins on the
+	 * receive ring this long (us): a reply that arrives within it is
+	 * seen without a sleep and wake-up. 0: IW_RAWDEV_SPIN_DEFAULT_US;
+	 * IW_RAWDEV_SPIN_OFF: no spin. The environment variable
+	 * IWARP_RAW_SPIN_US (0 = off) overrides it. */
+	uint32_t spin_us;
 	/* Seeded impairment in pktio (ppm, see pktio.h); 0: none. */
 	uint32_t drop_ppm, reorder_ppm;
 	uint64_t impair_seed;
@@ -45,6 +54,9 @@ struct iw_rawdev_user {
 
 struct iw_rawdev_stats {
 	uint64_t polls, frames_in, timer_runs;
+	uint64_t flushes;      /* iw_rawdev_flush calls (each may move the timer) */
+	uint64_t timer_rearms; /* context timer moved (timerfd syscalls) */
+	uint64_t spin_hits;    /* progress found frames in the ring without a syscall */
 	uint64_t tx_dropped; /* transmit ring still full after a flush */
 	/* Raw transports on this device: FPDUs placed out of order. */
 	uint64_t ooo_fpdus_placed, ooo_bytes_placed;
@@ -59,6 +71,7 @@ struct iw_rawdev {
 	struct iw_context *ctx;
 	struct iw_watch watch;
 	struct iw_timer timer;
+	struct iw_peek peek; /* the ring, checked in memory before epoll_wait */
 	struct iw_rawdev_user *users;
 	bool in_pass; /* users are being told: no recursion */
 };
@@ -81,6 +94,11 @@ bool iw_rawdev_on_link(const struct iw_rawdev *d, uint32_t addr);
 int iw_rawdev_poll(struct iw_rawdev *d);
 /* Send queued frames; in a context, re-arm the timer. */
 void iw_rawdev_flush(struct iw_rawdev *d);
+
+/* Does a context timer (armed?, at armed_ms, CLOCK_MONOTONIC ms) have to
+ * move for the stack's next deadline (us, UINT64_MAX: none)? Only when it
+ * would fire after the deadline; an early timer stays. Exposed for tests. */
+bool iw_rawdev_rearm_needed(bool armed, uint64_t armed_ms, uint64_t deadline_us);
 
 /* Let ctx's progress loop drive the device. 0 or a negative errno. */
 int iw_rawdev_attach(struct iw_rawdev *d, struct iw_context *ctx);

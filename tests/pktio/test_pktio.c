@@ -233,6 +233,84 @@ START_TEST(echo_v3)
 }
 END_TEST
 
+static struct iw_pktio *open_cfg(struct iw_pktio_cfg *cfg)
+{
+	struct iw_pktio *p = NULL;
+	const char *why = NULL;
+	cfg->ifname = ifname();
+	int rc = iw_pktio_open(cfg, &p, &why);
+	ck_assert_msg(rc == 0, "open %s: %d (%s)", ifname(), rc, why ? why : "?");
+	return p;
+}
+
+/* Frames built in the transmit ring's slots (iw_pktio_tx_slot), mixed
+ * with copied ones, all arrive once; iw_pktio_rx_ready sees the replies
+ * in ring memory before iw_pktio_recv takes them. */
+START_TEST(tx_in_place_and_rx_ready)
+{
+	load_peer_mac();
+	struct iw_pktio_cfg cfg = { .ipv4 = OUR_IP, .rx_ring = IW_PKTIO_RX_V2, .tx_frames = 128 };
+	struct iw_pktio *p = open_cfg(&cfg);
+	uint8_t mac[6], f[128];
+	struct seen s = { 0 };
+	iw_pktio_mac(p, mac);
+	int in_place = 0;
+	for (uint16_t i = 0; i < 100; i++) {
+		uint32_t cap = 0;
+		uint8_t *slot = i % 3 ? iw_pktio_tx_slot(p, &cap) : NULL;
+		if (i % 3) {
+			ck_assert_ptr_nonnull(slot);
+			ck_assert_uint_ge(cap, sizeof(f));
+			in_place++;
+		}
+		uint8_t *b = slot ? slot : f;
+		size_t n = build_echo(b, mac, i);
+		ck_assert_int_eq(iw_pktio_send(p, b, (uint32_t)n), 0);
+	}
+	ck_assert_int_eq(in_place, 66);
+	ck_assert_int_eq(iw_pktio_flush(p), 0);
+	uint64_t end = now_ms() + 3000;
+	while (!iw_pktio_rx_ready(p) && now_ms() < end) {
+		struct pollfd pfd = { iw_pktio_fd(p), POLLIN, 0 };
+		poll(&pfd, 1, 5);
+	}
+	ck_assert(iw_pktio_rx_ready(p));
+	pump(p, &s, 3000, all_echoes);
+	ck_assert_int_eq(s.echo_replies, 100);
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(s.seq_seen[i], 1);
+	iw_pktio_close(p);
+}
+END_TEST
+
+/* No slot when the ring is full (until the kernel sent the batch) or
+ * while the reorder shim is on. */
+START_TEST(tx_slot_none)
+{
+	load_peer_mac();
+	struct iw_pktio_cfg cfg = { .ipv4 = OUR_IP, .rx_ring = IW_PKTIO_RX_V2, .tx_frames = 4 };
+	struct iw_pktio *p = open_cfg(&cfg);
+	uint8_t mac[6], f[128];
+	iw_pktio_mac(p, mac);
+	for (uint16_t i = 0; i < 4; i++) {
+		size_t n = build_echo(f, mac, i);
+		ck_assert_int_eq(iw_pktio_send(p, f, (uint32_t)n), 0);
+	}
+	ck_assert_ptr_null(iw_pktio_tx_slot(p, NULL));
+	ck_assert_int_eq(iw_pktio_flush(p), 0);
+	uint64_t end = now_ms() + 3000;
+	while (!iw_pktio_tx_slot(p, NULL) && now_ms() < end)
+		poll(NULL, 0, 1);
+	ck_assert_ptr_nonnull(iw_pktio_tx_slot(p, NULL));
+	iw_pktio_close(p);
+
+	struct iw_pktio_cfg rc = { .ipv4 = OUR_IP, .rx_ring = IW_PKTIO_RX_V2, .reorder_ppm = 1000 };
+	p = open_cfg(&rc);
+	ck_assert_ptr_null(iw_pktio_tx_slot(p, NULL));
+	iw_pktio_close(p);
+}
+END_TEST
+
 static int got_arp(const struct seen *s)
 {
 	return s->arp_replies > 0;
@@ -332,6 +410,8 @@ int main(void)
 	TCase *tc = tcase_create("veth");
 	tcase_add_test(tc, echo_v2);
 	tcase_add_test(tc, echo_v3);
+	tcase_add_test(tc, tx_in_place_and_rx_ready);
+	tcase_add_test(tc, tx_slot_none);
 	tcase_add_test(tc, arp_resolves_peer);
 	tcase_add_test(tc, filter_admits_only_our_ip);
 	tcase_add_test(tc, oversized_and_bad_args);
