@@ -440,5 +440,10 @@ uint32_t iw_trace_conn_open(struct iw_context *ctx, const struct sockaddr *local
 void iw_trace_data(struct iw_context *ctx, uint32_t conn, bool tx, const struct iovec *iov, int iovcnt,
 		   size_t len);
 void iw_trace_conn_close(struct iw_context *ctx, uint32_t conn, bool reset);
+/* A raw context (IW_TRANSPORT_RAW) traces the Ethernet frames it really
+ * sends and receives, ARP and retransmissions included, instead of
+ * synthetic sessions: segment boundaries are what that transport is
+ * about. */
+void iw_trace_frame(struct iw_context *ctx, const uint8_t *frame, size_t len);
 
 #endif

@@ -10,6 +10,9 @@
  * the SYNs carry a window-scale option so that bulk transfers without
  * pure ACKs never look like a full window to a decoder.
  *
+ * A raw context (our own TCP/IP) has real frames: it records those
+ * instead, as they left or arrived, so the capture shows its segments.
+ *
  * Tracing is best effort: a write error stops the trace, never the
  * connection. All calls run under the context lock. */
 #include "internal.h"
@@ -89,19 +92,26 @@ static void trace_write(struct iw_trace *tr, const void *p, size_t len)
 		tr->failed = true;
 }
 
-/* Record header + frame. Host byte order, like every pcap writer. */
-static void trace_record(struct iw_trace *tr, size_t len)
+/* Record header + frame (cut to the snapshot length). Host byte order,
+ * like every pcap writer. */
+static void trace_record_of(struct iw_trace *tr, const uint8_t *frame, size_t len)
 {
 	struct timespec ts;
 	uint32_t hdr[4];
+	size_t cap = len < TRACE_SNAPLEN ? len : TRACE_SNAPLEN;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	hdr[0] = (uint32_t)ts.tv_sec;
 	hdr[1] = (uint32_t)(ts.tv_nsec / 1000);
-	hdr[2] = (uint32_t)len;
+	hdr[2] = (uint32_t)cap;
 	hdr[3] = (uint32_t)len;
 	trace_write(tr, hdr, sizeof(hdr));
-	trace_write(tr, tr->frame, len);
+	trace_write(tr, frame, cap);
+}
+
+static void trace_record(struct iw_trace *tr, size_t len)
+{
+	trace_record_of(tr, tr->frame, len);
 }
 
 /* One segment from side `from` with flags and len payload bytes gathered
@@ -272,6 +282,9 @@ uint32_t iw_trace_conn_open(struct iw_context *ctx, const struct sockaddr *local
 	uint32_t slot;
 
 	if (!tr || tr->failed || !local || !peer)
+		return 0;
+	/* A raw context records its real frames (iw_trace_frame) instead. */
+	if (ctx->raw)
 		return 0;
 	if (!addr_of(local, &c.family, c.addr[SIDE_LOCAL], &c.port[SIDE_LOCAL]) ||
 	    !addr_of(peer, &fam_peer, c.addr[SIDE_PEER], &c.port[SIDE_PEER]) || fam_peer != c.family)
@@ -462,4 +475,13 @@ void iw_trace_conn_close(struct iw_context *ctx, uint32_t conn, bool reset)
 	/* A closed connection is complete on disk. */
 	if (!tr->failed && fflush(tr->f) != 0)
 		tr->failed = true;
+}
+
+void iw_trace_frame(struct iw_context *ctx, const uint8_t *frame, size_t len)
+{
+	struct iw_trace *tr = ctx ? ctx->trace : NULL;
+
+	if (!tr || tr->failed)
+		return;
+	trace_record_of(tr, frame, len);
 }

@@ -24,6 +24,8 @@ uint64_t iw_rawdev_now_us(void)
 static void dev_tx(void *arg, const uint8_t *frame, uint32_t len)
 {
 	struct iw_rawdev *d = arg;
+	if (d->ctx)
+		iw_trace_frame(d->ctx, frame, len);
 	int rc = iw_pktio_send(d->pio, frame, len);
 	if (rc == -ENOBUFS) {
 		/* Ring full: push it out and retry once; else the frame is lost
@@ -179,6 +181,8 @@ struct rx_arg {
 static void dev_rx(void *arg, const uint8_t *frame, uint32_t len)
 {
 	struct rx_arg *a = arg;
+	if (a->d->ctx)
+		iw_trace_frame(a->d->ctx, frame, len);
 	iwn_net_input(&a->d->net, frame, len, a->now);
 }
 
