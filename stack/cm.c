@@ -482,6 +482,18 @@ static int cm_dead_peer_opts(int fd, uint32_t ms)
 	return 0;
 }
 
+/* The same rule on our own TCP (IW_TRANSPORT_RAW): user timeout ms,
+ * keepalive after max(1 s, ms / 3) of silence, then at that interval,
+ * three unanswered probes. */
+static void cm_dead_peer_raw(struct iwn_tcp_conn *c, uint32_t ms)
+{
+	uint64_t idle_ms = ms / 3u < 1000u ? 1000u : ms / 3u;
+
+	c->cfg.user_timeout_us = (uint64_t)ms * 1000u;
+	c->cfg.keepalive_us = idle_ms * 1000u;
+	c->cfg.keepalive_probes = 3;
+}
+
 /* What the MPA exchange negotiated, for the QP; mulpdu from the transport. */
 static struct iw_qp_conn_params cm_conn_params(const struct iw_cm_id *id, uint32_t mulpdu)
 {
@@ -498,7 +510,7 @@ static struct iw_qp_conn_params cm_conn_params(const struct iw_cm_id *id, uint32
 }
 
 /* cm_establish over our TCP (IW_TRANSPORT_RAW): the connection goes to a
- * raw transport. Not supported there (yet): dead_peer_timeout_ms. */
+ * raw transport. */
 static void cm_establish_raw(struct iw_cm_id *id, bool initiator, const void *peer_pd, uint16_t peer_pd_len)
 {
 	struct iw_qp *qp = id->qp;
@@ -515,6 +527,8 @@ static void cm_establish_raw(struct iw_cm_id *id, bool initiator, const void *pe
 	if (id->ruser_on)
 		iw_rawdev_user_del(id->ctx->raw, &id->ruser);
 	id->ruser_on = false;
+	if (id->dead_peer_ms)
+		cm_dead_peer_raw(id->rconn, id->dead_peer_ms);
 	struct iw_transport *t = iw_raw_transport_create(id->ctx, qp, &tc);
 	if (!t) {
 		cm_fail(id, -ENOMEM);

@@ -65,6 +65,7 @@ struct opts {
 	enum iw_crc_policy crc;
 	const char *trace;
 	double timeout_s;
+	double dead_peer_s; /* 0: the transport's defaults */
 	struct tc_transport tr;
 };
 
@@ -230,6 +231,7 @@ static void conn_param(const struct app *a, struct iw_conn_param *p)
 	p->crc = a->o.crc;
 	p->markers = a->o.markers;
 	p->timeout_ms = (int)(a->o.timeout_s * 1000);
+	p->dead_peer_timeout_ms = (int)(a->o.dead_peer_s * 1000);
 }
 
 static int post_send(struct conn *c, uint32_t off)
@@ -752,6 +754,10 @@ static void usage(FILE *f)
 	      "        --markers        ask the peer to insert MPA markers\n"
 	      "        --trace FILE     write a pcap of the traffic to FILE\n"
 	      "        --timeout SEC    give up after SEC seconds without progress (10)\n"
+	      "        --dead-peer SEC  the connection fails when the peer leaves data\n"
+	      "                         unacknowledged, or stops answering keepalive\n"
+	      "                         probes, for SEC seconds (>= 0.1; default: the\n"
+	      "                         transport's, about 15 minutes)\n"
 	      TC_TRANSPORT_HELP
 	      "    -h, --help           this text\n"
 	      "\n"
@@ -761,7 +767,7 @@ static void usage(FILE *f)
 	      f);
 }
 
-enum { OPT_CRC = 256, OPT_MARKERS, OPT_TRACE, OPT_TIMEOUT, OPT_TRANSPORT, OPT_DEV, OPT_IP };
+enum { OPT_CRC = 256, OPT_MARKERS, OPT_TRACE, OPT_TIMEOUT, OPT_DEAD_PEER, OPT_TRANSPORT, OPT_DEV, OPT_IP };
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -780,6 +786,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "markers", no_argument, NULL, OPT_MARKERS },
 		{ "trace", required_argument, NULL, OPT_TRACE },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "dead-peer", required_argument, NULL, OPT_DEAD_PEER },
 		{ "transport", required_argument, NULL, OPT_TRANSPORT },
 		{ "dev", required_argument, NULL, OPT_DEV },
 		{ "ip", required_argument, NULL, OPT_IP },
@@ -843,6 +850,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_TIMEOUT:
 			if (tc_parse_seconds(optarg, &o->timeout_s) || o->timeout_s < 0.1) {
 				tc_err("invalid timeout %s", optarg);
+				return -1;
+			}
+			break;
+		case OPT_DEAD_PEER:
+			if (tc_parse_seconds(optarg, &o->dead_peer_s) || o->dead_peer_s < 0.1 || o->dead_peer_s > 86400) {
+				tc_err("invalid dead-peer timeout %s", optarg);
 				return -1;
 			}
 			break;

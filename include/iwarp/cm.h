@@ -81,7 +81,8 @@ struct iw_conn_param {
 	 * probes (started after max(1 s, timeout / 3) of silence, then every
 	 * max(1 s, timeout / 3)). A peer that is alive but keeps its receive
 	 * window shut for longer than this fails the same way (Linux applies
-	 * the user timeout to zero-window probing too). At least 100. */
+	 * the user timeout to zero-window probing too). On the raw
+	 * transport our own TCP applies the same rule. At least 100. */
 	int dead_peer_timeout_ms;
 };
 

@@ -213,9 +213,35 @@ static void send_rst(struct iwn_tcp_conn *c, uint32_t seq, uint64_t now)
 	send_seg(c, now, seq, IWN_TCP_RST, 0);
 }
 
+/* Data of ours waits for the peer: unacknowledged sequence space (data,
+ * SYN, FIN) or data its zero window holds back. */
+static bool waiting_on_peer(const struct iwn_tcp_conn *c)
+{
+	return c->snd_una != c->snd_max || (c->snd_wnd == 0 && iwn_seq_lt(c->snd_nxt, data_end(c)));
+}
+
+/* The user timeout counts from when waiting began or last moved on. */
+static void track_wait(struct iwn_tcp_conn *c, uint64_t now)
+{
+	bool w = waiting_on_peer(c);
+	if (w && !c->waiting)
+		c->progress_at = now;
+	c->waiting = w;
+}
+
+/* An RTO or persist deadline, not later than the user timeout. */
+static uint64_t retransmit_at(const struct iwn_tcp_conn *c, uint64_t now)
+{
+	uint64_t at = now + c->rtt.rto;
+	if (c->cfg.user_timeout_us && c->waiting && c->progress_at + c->cfg.user_timeout_us < at)
+		at = c->progress_at + c->cfg.user_timeout_us;
+	return at;
+}
+
 static void arm_rto(struct iwn_tcp_conn *c, uint64_t now)
 {
-	c->rto_at = now + c->rtt.rto;
+	track_wait(c, now);
+	c->rto_at = retransmit_at(c, now);
 	c->persist = false;
 }
 
@@ -297,10 +323,11 @@ static void output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 	}
 	if (!sent && c->ack_now)
 		send_seg(c, now, c->snd_nxt, IWN_TCP_ACK, 0);
+	track_wait(c, now);
 	/* Zero window with data waiting and nothing in flight: probe later. */
 	if (c->snd_una == c->snd_max && c->snd_wnd == 0 && iwn_seq_lt(c->snd_nxt, data_end(c)) &&
 	    c->rto_at == NEVER) {
-		c->rto_at = now + c->rtt.rto;
+		c->rto_at = retransmit_at(c, now);
 		c->persist = true;
 	}
 }
@@ -404,6 +431,7 @@ static void new_ack(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_
 			iwn_rtt_sample(&c->rtt, (uint64_t)ms * 1000);
 	}
 	c->retries = 0;
+	c->progress_at = now;
 	c->snd_una = ack;
 	if (iwn_seq_lt(c->snd_nxt, c->snd_una))
 		c->snd_nxt = c->snd_una;
@@ -412,6 +440,7 @@ static void new_ack(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_
 	if (c->snd_una == c->snd_max) {
 		c->rto_at = NEVER;
 		c->persist = false;
+		track_wait(c, now);
 	} else {
 		arm_rto(c, now);
 	}
@@ -541,6 +570,8 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 	if (c->state == IWN_TCP_CLOSED)
 		return;
 	c->stats.segs_in++;
+	c->heard_at = now;
+	c->ka_sent = 0;
 	if (c->state == IWN_TCP_SYN_SENT) {
 		syn_sent_input(c, h, now);
 		return;
@@ -590,11 +621,13 @@ void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t
 	if (iwn_seq_lt(seq, c->rcv_nxt)) {
 		uint32_t d = c->rcv_nxt - seq;
 		if (d > plen || (d == plen && !fin)) {
-			/* Entirely old: only its ACK field is of use. */
-			if (plen || fin) {
+			/* Entirely old: only its ACK field is of use. An empty
+			 * one before rcv_nxt (a keepalive probe) is not
+			 * acceptable either and is answered with an ACK too
+			 * (RFC 9293 sec. 3.10.7.4). */
+			if (plen || fin)
 				c->stats.dup_segs++;
-				c->ack_now = true;
-			}
+			c->ack_now = true;
 			plen = 0;
 			fin = false;
 		} else {
@@ -849,9 +882,35 @@ void iwn_tcp_orphan(struct iwn_tcp_conn *c, uint64_t now)
 
 /* ---- timers ---- */
 
+/* Keepalive: only on a synchronized connection with nothing of ours
+ * waiting (the user timeout covers that case). */
+static uint64_t keepalive_at(const struct iwn_tcp_conn *c)
+{
+	if (!c->cfg.keepalive_us || c->waiting ||
+	    (c->state != IWN_TCP_ESTABLISHED && c->state != IWN_TCP_CLOSE_WAIT))
+		return NEVER;
+	return c->heard_at + c->cfg.keepalive_us * (1 + (uint64_t)c->ka_sent);
+}
+
+static void keepalive_expired(struct iwn_tcp_conn *c, uint64_t now)
+{
+	if (c->ka_sent >= c->cfg.keepalive_probes) {
+		close_with(c, -ETIMEDOUT);
+		return;
+	}
+	c->ka_sent++;
+	c->stats.keepalives_sent++;
+	/* One below the peer's next expected byte: it must answer with an
+	 * ACK (RFC 9293 sec. 3.8.4). */
+	send_seg(c, now, c->snd_una - 1, IWN_TCP_ACK, 0);
+}
+
 uint64_t iwn_tcp_next_deadline(const struct iwn_tcp_conn *c)
 {
 	uint64_t d = c->rto_at;
+	uint64_t k = keepalive_at(c);
+	if (k < d)
+		d = k;
 	if (c->delack_at < d)
 		d = c->delack_at;
 	if (c->tw_at < d)
@@ -862,6 +921,11 @@ uint64_t iwn_tcp_next_deadline(const struct iwn_tcp_conn *c)
 static void rto_expired(struct iwn_tcp_conn *c, uint64_t now)
 {
 	c->rto_at = NEVER;
+	if (c->cfg.user_timeout_us && c->waiting && now - c->progress_at >= c->cfg.user_timeout_us) {
+		c->stats.user_timeouts++;
+		close_with(c, -ETIMEDOUT);
+		return;
+	}
 	if (c->persist) {
 		c->persist = false;
 		c->stats.window_probes++;
@@ -901,6 +965,8 @@ void iwn_tcp_timers(struct iwn_tcp_conn *c, uint64_t now)
 		c->ack_now = true;
 		output(c, now, false);
 	}
+	if (keepalive_at(c) <= now)
+		keepalive_expired(c, now);
 }
 
 void iwn_tcp_send_reset_for(uint8_t *txbuf, uint32_t headroom, iwn_tcp_out_fn out, void *arg, uint32_t laddr,

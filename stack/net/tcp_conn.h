@@ -44,6 +44,16 @@ struct iwn_tcp_cfg {
 	uint64_t fin_wait2_us;   /* an orphan waits this long for the peer's FIN */
 	uint32_t max_retries;    /* RTO expiries in a row before giving up */
 	uint32_t syn_retries;
+	/* Dead-peer detection (0: off). user_timeout_us: data of ours that
+	 * waits for the peer (unacknowledged, or held back by its zero
+	 * window) this long without progress closes the connection with
+	 * -ETIMEDOUT (like Linux's TCP_USER_TIMEOUT). keepalive_us: after
+	 * that much silence from the peer while nothing of ours waits, probe
+	 * it every keepalive_us; keepalive_probes unanswered probes close it
+	 * with -ETIMEDOUT. */
+	uint64_t user_timeout_us;
+	uint64_t keepalive_us;
+	uint32_t keepalive_probes;
 };
 /* Defaults: 64 KiB buffers, MSS 1460, window scaling, timestamps, SACK,
  * nodelay, RTO
@@ -56,6 +66,7 @@ struct iwn_tcp_stats {
 	uint64_t rto_expired, fast_retransmits, retransmitted_segs, dupacks;
 	uint64_t ooo_segs, ooo_dropped, dup_segs, window_probes, bad_acks, paws_dropped;
 	uint64_t sack_rexmits, sack_blocks_sent;
+	uint64_t keepalives_sent, user_timeouts;
 };
 
 struct iwn_tcp_conn;
@@ -101,6 +112,11 @@ struct iwn_tcp_conn {
 
 	/* timers (UINT64_MAX: off) */
 	uint64_t rto_at, delack_at, tw_at;
+	/* dead-peer detection: see iwn_tcp_cfg.user_timeout_us/keepalive_us */
+	bool waiting;        /* data of ours waits for the peer */
+	uint64_t progress_at; /* since then, while waiting */
+	uint64_t heard_at;    /* the peer's last segment */
+	uint32_t ka_sent;     /* keepalive probes unanswered */
 	bool persist;        /* rto_at is the zero-window probe timer */
 	uint32_t retries;
 	bool ack_now;

@@ -605,6 +605,102 @@ START_TEST(test_bare_rst_rules)
 }
 END_TEST
 
+/* Step until a's state is CLOSED (or the limit); returns when it closed. */
+static uint64_t run_until_closed(struct iwn_tcp_conn *a, uint64_t limit)
+{
+	while (a->state != IWN_TCP_CLOSED && sim.now < limit)
+		step_all(5 * MS);
+	return sim.now;
+}
+
+/* The peer goes silent with our data outstanding: the user timeout, not
+ * 12 backed-off RTOs, ends the connection, on time. */
+START_TEST(test_user_timeout)
+{
+	struct iwn_tcp_cfg ut;
+	iwn_tcp_cfg_default(&ut);
+	ut.user_timeout_us = 2 * SEC;
+	setup(&ut, NULL, 0);
+	struct iwn_tcp_conn *a, *b;
+	connect_pair(&a, &b);
+	lg.drop_from = 1;
+	lg.drop_after = sim.now;
+	uint64_t t0 = sim.now;
+	ck_assert_int_eq(iwn_tcp_send(a, "data", 4, sim.now), 4);
+	uint64_t t = run_until_closed(a, t0 + 3600 * SEC);
+	ck_assert_int_eq(a->state, IWN_TCP_CLOSED);
+	ck_assert_int_eq(a->err, -ETIMEDOUT);
+	ck_assert_uint_ge(t - t0, 2 * SEC);
+	ck_assert_uint_le(t - t0, 2 * SEC + 10 * MS);
+	ck_assert_uint_eq(a->stats.user_timeouts, 1);
+	netsim_fini(&sim);
+}
+END_TEST
+
+/* A peer that keeps acknowledging keeps the connection, however long the
+ * transfer; one that answers probes but never opens its window does
+ * not (no progress: Linux applies TCP_USER_TIMEOUT to this too). */
+START_TEST(test_user_timeout_progress)
+{
+	struct iwn_tcp_cfg ut, small;
+	iwn_tcp_cfg_default(&ut);
+	ut.user_timeout_us = 2 * SEC;
+	iwn_tcp_cfg_default(&small);
+	small.rcvbuf = 1000;
+	setup(&ut, &small, 0);
+	struct iwn_tcp_conn *a, *b;
+	connect_pair(&a, &b);
+	static uint8_t d[1000], got[1000];
+	/* 10 s of 1000-byte sends, each read by b: progress all the time. */
+	for (int i = 0; i < 100; i++) {
+		ck_assert_int_eq(iwn_tcp_send(a, d, 1000, sim.now), 1000);
+		step_all(100 * MS);
+		ck_assert_uint_eq(iwn_tcp_recv(b, got, sizeof(got), sim.now), 1000);
+	}
+	ck_assert_int_eq(a->state, IWN_TCP_ESTABLISHED);
+	/* Now b stops reading: its window closes, probes are answered, no
+	 * progress. */
+	ck_assert_int_eq(iwn_tcp_send(a, d, 1000, sim.now), 1000);
+	ck_assert_int_eq(iwn_tcp_send(a, d, 1000, sim.now), 1000);
+	uint64_t t0 = sim.now;
+	uint64_t t = run_until_closed(a, t0 + 600 * SEC);
+	ck_assert_int_eq(a->err, -ETIMEDOUT);
+	ck_assert_uint_ge(t - t0, 2 * SEC);
+	ck_assert_uint_le(t - t0, 3 * SEC);
+	netsim_fini(&sim);
+}
+END_TEST
+
+/* Keepalive: an idle connection to a live peer (our own TCP answers the
+ * probes) stays up; to a silent one it ends after the probes. */
+START_TEST(test_keepalive)
+{
+	struct iwn_tcp_cfg ka;
+	iwn_tcp_cfg_default(&ka);
+	ka.keepalive_us = 1 * SEC;
+	ka.keepalive_probes = 3;
+	setup(&ka, NULL, 0);
+	struct iwn_tcp_conn *a, *b;
+	connect_pair(&a, &b);
+	step_all(60 * SEC);
+	ck_assert_int_eq(a->state, IWN_TCP_ESTABLISHED);
+	ck_assert_int_eq(b->state, IWN_TCP_ESTABLISHED);
+	ck_assert_uint_ge(a->stats.keepalives_sent, 55);
+	ck_assert_uint_le(a->stats.keepalives_sent, 61);
+	ck_assert_uint_eq(b->stats.keepalives_sent, 0); /* b has none configured */
+	/* The peer vanishes. */
+	lg.drop_from = 1;
+	lg.drop_after = sim.now;
+	uint64_t sent = a->stats.keepalives_sent, heard = a->heard_at;
+	uint64_t t = run_until_closed(a, sim.now + 600 * SEC);
+	ck_assert_int_eq(a->err, -ETIMEDOUT);
+	ck_assert_uint_eq(a->stats.keepalives_sent - sent, 3);
+	ck_assert_uint_ge(t - heard, 4 * SEC);
+	ck_assert_uint_le(t - heard, 4 * SEC + 10 * MS);
+	netsim_fini(&sim);
+}
+END_TEST
+
 static Suite *tcp_suite(void)
 {
 	Suite *s = suite_create("net_tcp");
@@ -624,6 +720,9 @@ static Suite *tcp_suite(void)
 	tcase_add_test(t, test_connect_errors);
 	tcase_add_test(t, test_bare_close_in_syn_received);
 	tcase_add_test(t, test_bare_rst_rules);
+	tcase_add_test(t, test_user_timeout);
+	tcase_add_test(t, test_user_timeout_progress);
+	tcase_add_test(t, test_keepalive);
 	suite_add_tcase(s, t);
 	return s;
 }
