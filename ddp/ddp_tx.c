@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "iw_bytes.h"
+
 static void msg_common(struct iw_ddp_tx_msg *m, uint8_t ulp_ctrl, const struct iovec *sgl,
 		       int nsge)
 {
@@ -54,7 +56,6 @@ int iw_ddp_tx_next(struct iw_ddp_tx_msg *m, size_t mulpdu, uint8_t *hdr, size_t 
 	size_t htot = base_len + m->ulp_ext_len;
 	size_t remaining, budget, take = 0, soff = m->sge_off;
 	int idx = m->sge_idx, n = 0;
-	struct iw_ddp_hdr h;
 
 	if (iw_ddp_tx_done(m) || m->off > m->len)
 		return -EINVAL;
@@ -106,20 +107,22 @@ int iw_ddp_tx_next(struct iw_ddp_tx_msg *m, size_t mulpdu, uint8_t *hdr, size_t 
 		/* Out of iovec room, or m->len claims more than sgl holds. */
 		return idx < m->nsge ? -ENOBUFS : -EINVAL;
 
-	memset(&h, 0, sizeof(h));
-	h.tagged = m->tagged;
-	h.last = m->off + take == m->len;
-	h.ulp_ctrl = m->ulp_ctrl;
+	/* The header straight into hdr, the bytes iw_ddp_hdr_encode writes
+	 * (version IW_DDP_VERSION, reserved bits zero), without building a
+	 * struct iw_ddp_hdr per segment (unit_ddp_tx checks both agree). */
+	hdr[0] = (uint8_t)(IW_DDP_VERSION | (m->tagged ? IW_DDP_CTRL_TAGGED : 0) |
+			   (m->off + take == m->len ? IW_DDP_CTRL_LAST : 0));
+	hdr[1] = m->ulp_ctrl;
 	if (m->tagged) {
-		h.stag = m->stag;
-		h.to = m->to + (uint64_t)m->off; /* a wrap is the ULP's bug; the peer catches it */
+		iw_put_be32(hdr + 2, m->stag);
+		/* a wrap is the ULP's bug; the peer catches it */
+		iw_put_be64(hdr + 6, m->to + (uint64_t)m->off);
 	} else {
-		h.ulp_word = m->ulp_word;
-		h.qn = m->qn;
-		h.msn = m->msn;
-		h.mo = (uint32_t)m->off;
+		iw_put_be32(hdr + 2, m->ulp_word);
+		iw_put_be32(hdr + 6, m->qn);
+		iw_put_be32(hdr + 10, m->msn);
+		iw_put_be32(hdr + 14, (uint32_t)m->off);
 	}
-	iw_ddp_hdr_encode(&h, hdr);
 	if (m->ulp_ext_len)
 		memcpy(hdr + base_len, m->ulp_ext, m->ulp_ext_len);
 	*hdr_len = htot;

@@ -36,6 +36,19 @@ uint32_t iw_crc32c(const void *buf, size_t len);
  * the accelerated one. */
 uint32_t iw_crc32c_update_portable(uint32_t state, const void *buf, size_t len);
 
+/* Buffers up to this many bytes go through the short path: the SSE4.2
+ * crc32 instruction in a plain loop when the CPU has it (runtime check),
+ * which for a header or a small payload costs less than a library call
+ * with its dispatch and setup. Longer buffers use the library. */
+#define IW_CRC32C_SHORT_MAX 256
+
+/* The short path itself, for any len (tests compare it with the portable
+ * one): the crc32 instruction when available, else the portable code. */
+uint32_t iw_crc32c_update_short(uint32_t state, const void *buf, size_t len);
+
+/* True when iw_crc32c_update_short uses the crc32 instruction. */
+int iw_crc32c_short_hw(void);
+
 /* "isa-l" or "portable": what iw_crc32c_update uses in this build. */
 const char *iw_crc32c_impl(void);
 

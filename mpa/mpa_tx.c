@@ -349,3 +349,54 @@ static int build_frame(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, uint8
 	tx->stream_off = w.pos;
 	return w.n;
 }
+
+int iw_mpa_tx_build_frame_inl(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu, uint8_t *hdr,
+			      size_t hdr_len, size_t room, const struct iovec *payload,
+			      int npayload, struct iovec *iov, int iov_cap)
+{
+	size_t ulpdu_len = hdr_len, wire;
+	unsigned pad;
+	uint8_t *len_at, *p;
+
+	/* Anything unusual (markers, bad arguments, no iovec room, too big)
+	 * takes the general path, which validates and reports. */
+	if (!tx || !fpdu || !hdr || tx->markers || npayload < 0 || (!payload && npayload) ||
+	    iov_cap < 1 || !iov || hdr_len > room)
+		return iw_mpa_tx_build_frame_hr(tx, fpdu, hdr, hdr_len, payload, npayload, iov,
+						iov_cap);
+	for (int i = 0; i < npayload; i++) {
+		if ((!payload[i].iov_base && payload[i].iov_len) ||
+		    payload[i].iov_len > room - ulpdu_len)
+			return iw_mpa_tx_build_frame_hr(tx, fpdu, hdr, hdr_len, payload, npayload,
+							iov, iov_cap);
+		ulpdu_len += payload[i].iov_len;
+	}
+	pad = iw_mpa_pad_len((unsigned)ulpdu_len);
+	if (room - ulpdu_len < pad + IW_MPA_CRC_LEN || ulpdu_len > IW_MPA_ULPDU_MAX)
+		return iw_mpa_tx_build_frame_hr(tx, fpdu, hdr, hdr_len, payload, npayload, iov,
+						iov_cap);
+
+	len_at = hdr - IW_MPA_LEN_FIELD;
+	iw_put_be16(len_at, (uint16_t)ulpdu_len);
+	memcpy(fpdu->len_be, len_at, IW_MPA_LEN_FIELD);
+	p = hdr + hdr_len;
+	for (int i = 0; i < npayload; i++)
+		if (payload[i].iov_len) {
+			memcpy(p, payload[i].iov_base, payload[i].iov_len);
+			p += payload[i].iov_len;
+		}
+	memset(fpdu->trailer, 0, sizeof(fpdu->trailer));
+	memset(p, 0, pad);
+	if (tx->crc)
+		iw_crc32c_put_wire(fpdu->trailer + pad,
+				   iw_crc32c_final(iw_crc32c_update(iw_crc32c_init(), len_at,
+								    IW_MPA_LEN_FIELD + ulpdu_len + pad)));
+	memcpy(p + pad, fpdu->trailer + pad, IW_MPA_CRC_LEN);
+	wire = IW_MPA_LEN_FIELD + ulpdu_len + pad + IW_MPA_CRC_LEN;
+	iov[0].iov_base = len_at;
+	iov[0].iov_len = wire;
+	fpdu->n_markers = 0;
+	fpdu->wire_len = (uint32_t)wire;
+	tx->stream_off += fpdu->wire_len;
+	return 1;
+}

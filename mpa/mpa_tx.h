@@ -90,4 +90,17 @@ int iw_mpa_tx_build_frame_hr(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fr, u
 			     size_t hdr_len, const struct iovec *payload, int npayload,
 			     struct iovec *iov, int iov_cap);
 
+/* Small FPDU in one piece. hdr has IW_MPA_LEN_FIELD writable bytes
+ * before it and room writable bytes from hdr on. Without markers, when
+ * hdr_len + payload + pad + CRC fits room, the payload is copied behind
+ * the header and pad and CRC behind it: the FPDU leaves as one iovec
+ * (fr->len_be and fr->trailer hold copies of the length field and pad +
+ * CRC) and its CRC is one pass over contiguous bytes. Otherwise (markers,
+ * or too big) it is exactly iw_mpa_tx_build_frame_hr. Same returns and
+ * wire bytes as that function either way; the payload is read now, not at
+ * send time. Keep the room unmodified until the FPDU is sent. */
+int iw_mpa_tx_build_frame_inl(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fr, uint8_t *hdr,
+			      size_t hdr_len, size_t room, const struct iovec *payload,
+			      int npayload, struct iovec *iov, int iov_cap);
+
 #endif

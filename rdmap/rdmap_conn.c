@@ -639,8 +639,14 @@ int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, si
 			fail_with(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_LOCAL_CATA, 0), NULL, 0, 0);
 			break;
 		}
-		int ni = iw_mpa_tx_build_frame_hr(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, payload, np,
-						  iov + n_iov, iov_cap - n_iov);
+		/* Small FPDUs are copied whole into the slot (one iovec, one CRC
+		 * pass); larger ones skip the inline builder's checks. */
+		const size_t room = sizeof(slot->head) - IW_MPA_LEN_FIELD;
+		int ni = hdr_len + payload_len + IW_MPA_PAD_MAX + IW_MPA_CRC_LEN <= room
+				 ? iw_mpa_tx_build_frame_inl(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, room,
+							     payload, np, iov + n_iov, iov_cap - n_iov)
+				 : iw_mpa_tx_build_frame_hr(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, payload,
+							    np, iov + n_iov, iov_cap - n_iov);
 		if (ni < 0) {
 			m->off = s_off;
 			m->sge_off = s_sge_off;

@@ -155,10 +155,17 @@ struct iw_rdmap_ird_entry {
 	uint8_t state;
 };
 
+/* Payload bytes an FPDU always carries copied into its tx slot (one
+ * iovec, one CRC pass) instead of pointing at the caller's memory, when
+ * the connection has no markers. Chosen small: the slot ring is per QP. */
+#define IW_RDMAP_TX_INLINE_MAX 64
+
 /* One FPDU handed to the transport and not yet acknowledged. */
 struct iw_rdmap_tx_slot {
-	/* ULPDU_LENGTH room, then the DDP header (iw_mpa_tx_build_frame_hr). */
-	uint8_t head[IW_MPA_LEN_FIELD + IW_DDP_TX_MAX_HDR];
+	/* ULPDU_LENGTH room, then the DDP header, then for a small FPDU its
+	 * payload, pad and CRC (iw_mpa_tx_build_frame_inl). */
+	uint8_t head[IW_MPA_LEN_FIELD + IW_DDP_TX_MAX_HDR + IW_RDMAP_TX_INLINE_MAX + IW_MPA_PAD_MAX +
+		     IW_MPA_CRC_LEN];
 	struct iw_mpa_tx_frame fpdu; /* marker room from mem.tx_markers */
 	uint32_t wire_len;
 	uint8_t done_kind; /* what finishing this FPDU completes */

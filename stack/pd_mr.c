@@ -299,7 +299,10 @@ enum iw_stag_status iw_mr_lookup(struct iw_context *ctx, struct iw_pd *pd, uint3
 			*addr = mr->addr + (to - base);
 		return IW_STAG_OK;
 	}
-	unsigned need = iw_mr_rights_for(rdmap_access);
+	/* iw_mr_rights_for, inline: this runs for every SGE of every post. */
+	unsigned need = ((rdmap_access & IW_RDMAP_ACC_LOCAL_WRITE) ? IW_ACCESS_LOCAL_WRITE : 0u) |
+			((rdmap_access & IW_RDMAP_ACC_REMOTE_WRITE) ? IW_ACCESS_REMOTE_WRITE : 0u) |
+			((rdmap_access & IW_RDMAP_ACC_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0u);
 	if ((mr->access & need) != need)
 		return IW_STAG_ACCESS;
 	if (to < base)

@@ -878,7 +878,11 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 		run_local_invs(qp); /* at once when nothing is ahead of it */
 		return 0;
 	}
-	memset(&w, 0, sizeof(w));
+	/* Only the scalar fields and sgl[0..nsge) are read by iw_rdmap_post:
+	 * no memset of the whole WR (16 SGE slots) per post. */
+	w.nsge = 0;
+	w.local_stag = 0;
+	w.local_to = 0;
 	if (map_opcode(wr, &w.opcode) < 0 || (wr->send_flags & ~known))
 		return -EINVAL;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))

@@ -100,6 +100,78 @@ START_TEST(test_tx_equal_random)
 }
 END_TEST
 
+/* Every segment header is what iw_ddp_hdr_encode writes for the fields
+ * the segment should carry (the transmit path writes it directly). */
+static void check_headers(bool tagged, size_t len, size_t mulpdu, const struct iovec *sgl, int nsge,
+			  size_t ext_len, uint64_t *s)
+{
+	uint8_t ext[28];
+	struct iw_ddp_tx_msg m;
+	uint32_t stag = (uint32_t)iwt_rand(s), qn = (uint32_t)iwt_rand_range(s, 0, 2);
+	uint32_t msn = (uint32_t)iwt_rand(s), word = (uint32_t)iwt_rand(s);
+	uint64_t to = iwt_rand(s);
+	uint8_t ctrl = (uint8_t)iwt_rand(s);
+	size_t off = 0;
+
+	iwt_fill_random(s, ext, sizeof(ext));
+	if (tagged)
+		iw_ddp_tx_msg_tagged(&m, ctrl, stag, to, sgl, nsge);
+	else
+		iw_ddp_tx_msg_untagged(&m, ctrl, word, qn, msn, sgl, nsge);
+	m.ulp_ext = ext;
+	m.ulp_ext_len = (uint8_t)ext_len;
+	ck_assert_uint_eq(m.len, len);
+	while (!iw_ddp_tx_done(&m)) {
+		uint8_t hdr[IW_DDP_TX_MAX_HDR], want[IW_DDP_TX_MAX_HDR];
+		struct iovec iov[8];
+		size_t hl, pl;
+		int n = iw_ddp_tx_next(&m, mulpdu, hdr, &hl, iov, 8, &pl);
+		struct iw_ddp_hdr h = {
+			.tagged = tagged,
+			.last = off + pl == len,
+			.ulp_ctrl = ctrl,
+			.stag = stag,
+			.to = to + off,
+			.ulp_word = word,
+			.qn = qn,
+			.msn = msn,
+			.mo = (uint32_t)off,
+		};
+		size_t base = iw_ddp_hdr_encode(&h, want);
+
+		ck_assert_int_ge(n, 0);
+		ck_assert_uint_eq(hl, base + ext_len);
+		memcpy(want + base, ext, ext_len);
+		ck_assert_mem_eq(hdr, want, hl);
+		off += pl;
+	}
+	ck_assert_uint_eq(off, len);
+}
+
+START_TEST(test_tx_headers_match_encode)
+{
+	static uint8_t data[5000];
+	uint64_t s = iwt_seed() ^ 0xdd9;
+
+	for (int i = 0; i < 3000; i++) {
+		struct iovec sgl[3];
+		int nsge = (int)iwt_rand_range(&s, 0, 3);
+		size_t len = 0;
+		bool tagged = i & 1;
+		size_t ext_len = tagged ? 0 : (size_t)iwt_rand_range(&s, 0, 28);
+		size_t htot = (tagged ? IW_DDP_TAGGED_HDR_LEN : IW_DDP_UNTAGGED_HDR_LEN) + ext_len;
+
+		for (int k = 0; k < nsge; k++) {
+			size_t l = (size_t)iwt_rand_range(&s, 0, sizeof(data) / 3);
+			sgl[k] = (struct iovec){ data + len, l };
+			len += l;
+		}
+		check_headers(tagged, len, htot + (size_t)iwt_rand_range(&s, 1, 3000), sgl, nsge,
+			      ext_len, &s);
+	}
+}
+END_TEST
+
 static Suite *ddp_tx_suite(void)
 {
 	Suite *s = suite_create("ddp_tx");
@@ -108,6 +180,7 @@ static Suite *ddp_tx_suite(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_tx_equal_known);
 	tcase_add_test(t, test_tx_equal_random);
+	tcase_add_test(t, test_tx_headers_match_encode);
 	suite_add_tcase(s, t);
 	return s;
 }
