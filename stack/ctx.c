@@ -18,11 +18,16 @@
 #define MAX_EVENTS 64
 #define DEFERRED_ROUNDS 64 /* bound one progress call's deferred passes */
 
-uint64_t iw_now_ms(void)
+uint64_t iw_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t iw_now_ms(void)
+{
+	return iw_now_ns() / 1000000u;
 }
 
 void iw_ctx_lock(struct iw_context *ctx)
@@ -249,13 +254,6 @@ static int run_peeks(struct iw_context *ctx)
 	return n;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Before blocking for up to timeout_ms: spin on the peeks for the
  * longest spin_us among them (bounded by the timeout), dropping the
  * lock between checks so other threads can post. Stops early when work
@@ -271,7 +269,7 @@ static int spin_peeks(struct iw_context *ctx, int timeout_ms)
 		return 0;
 	if (timeout_ms >= 0 && (uint64_t)us > (uint64_t)timeout_ms * 1000u)
 		us = (uint32_t)timeout_ms * 1000u;
-	uint64_t end = now_ns() + (uint64_t)us * 1000u;
+	uint64_t end = iw_now_ns() + (uint64_t)us * 1000u;
 	do {
 		int n = run_peeks(ctx);
 		if (n > 0)
@@ -284,7 +282,7 @@ static int spin_peeks(struct iw_context *ctx, int timeout_ms)
 		if (ctx->deferred || ctx->no_wait_once || ctx->wake_pending ||
 		    (ctx->timers && ctx->timers->deadline_ms <= iw_now_ms()))
 			return -1;
-	} while (now_ns() < end);
+	} while (iw_now_ns() < end);
 	return 0;
 }
 

@@ -108,6 +108,8 @@ struct iw_context {
 	uint32_t peek_skips;    /* epoll_wait calls skipped in a row */
 };
 
+/* CLOCK_MONOTONIC: the one clock of the stack (timers, spins, our TCP). */
+uint64_t iw_now_ns(void);
 uint64_t iw_now_ms(void);
 void iw_ctx_lock(struct iw_context *ctx);
 void iw_ctx_unlock(struct iw_context *ctx);

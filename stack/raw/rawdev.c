@@ -9,22 +9,19 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
-#include <time.h>
 
 #define RX_BATCH 64 /* frames (V2) or blocks (V3) per pktio call */
 #define RX_ROUNDS 16 /* bound one poll, so users and timers get a turn */
 
 uint64_t iw_rawdev_now_us(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return iw_now_ns() / 1000u;
 }
 
 static void dev_tx(void *arg, const uint8_t *frame, uint32_t len)
 {
 	struct iw_rawdev *d = arg;
-	if (d->ctx)
+	if (d->ctx && d->ctx->trace) /* no call per frame when not tracing */
 		iw_trace_frame(d->ctx, frame, len);
 	int rc = iw_pktio_send(d->pio, frame, len);
 	if (rc == -ENOBUFS) {
@@ -181,7 +178,7 @@ struct rx_arg {
 static void dev_rx(void *arg, const uint8_t *frame, uint32_t len)
 {
 	struct rx_arg *a = arg;
-	if (a->d->ctx)
+	if (a->d->ctx && a->d->ctx->trace)
 		iw_trace_frame(a->d->ctx, frame, len);
 	iwn_net_input(&a->d->net, frame, len, a->now);
 }
