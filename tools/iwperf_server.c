@@ -3,9 +3,9 @@
  * comes, until interrupted (or, with --once, until the first one is done).
  *
  * Per iWARP connection: R receives posted (each: a PERF_SLOT slot of its
- * own, then the shared data buffer), R = 2 x the client's queue depth for
- * the SEND test, a few otherwise; control SENDs from a small ring of
- * slots. RDMA WRITE / READ tests target one data buffer shared by all
+ * own, then the shared data buffer), R = 4 x the client's queue depth
+ * (at least 8) for the SEND test, 4 otherwise; control SENDs from a
+ * small ring of slots. RDMA WRITE / READ tests target one data buffer shared by all
  * connections whose sizes fit it. Each connection has its own CQ so it can
  * be torn down alone. */
 #include <errno.h>
@@ -286,8 +286,8 @@ static int conn_setup(struct srv *s, struct sconn *c)
 	if (c->h.test == PT_SEND) {
 		/* Credits come back every R/4 reposts. The client's completed
 		 * SENDs may still sit in the socket buffers (~10 MiB on
-		 * loopback, ten 1 MiB messages), so with R = 2 x depth the
-		 * credits, not the depth, throttled 1 MiB rows. */
+		 * loopback, ten 1 MiB messages), so with the former R = 2 x
+		 * depth the credits, not the depth, throttled 1 MiB rows. */
 		c->R = 4 * c->h.qd;
 		if (c->R < 8)
 			c->R = 8;
