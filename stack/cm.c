@@ -463,16 +463,22 @@ void iw_cm_qp_gone(struct iw_qp *qp)
 /* ------------------------------------------------------------------ */
 /* Establishing                                                        */
 
-/* Dead-peer detection: unacknowledged data fails after ms
- * (TCP_USER_TIMEOUT, which also bounds keepalive); a silent idle peer is
- * probed after max(1 s, ms / 3), then at that interval. */
+/* Dead-peer detection: unacknowledged data fails after ms (a user
+ * timeout, which also bounds keepalive); a silent idle peer is probed
+ * after max(1 s, ms / 3), then at that interval, CM_KEEPALIVE_PROBES
+ * times. */
+#define CM_KEEPALIVE_PROBES 3
+static uint32_t cm_keepalive_ms(uint32_t ms)
+{
+	return ms / 3u < 1000u ? 1000u : ms / 3u;
+}
+
+/* On a kernel socket (TCP_USER_TIMEOUT; keepalive in whole seconds). */
 static int cm_dead_peer_opts(int fd, uint32_t ms)
 {
 	unsigned ut = ms;
-	int one = 1, secs = (int)(ms / 3000u), cnt = 3;
+	int one = 1, secs = (int)(cm_keepalive_ms(ms) / 1000u), cnt = CM_KEEPALIVE_PROBES;
 
-	if (secs < 1)
-		secs = 1;
 	if (setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof(secs)) < 0 ||
@@ -482,16 +488,12 @@ static int cm_dead_peer_opts(int fd, uint32_t ms)
 	return 0;
 }
 
-/* The same rule on our own TCP (IW_TRANSPORT_RAW): user timeout ms,
- * keepalive after max(1 s, ms / 3) of silence, then at that interval,
- * three unanswered probes. */
+/* The same rule on our own TCP (IW_TRANSPORT_RAW). */
 static void cm_dead_peer_raw(struct iwn_tcp_conn *c, uint32_t ms)
 {
-	uint64_t idle_ms = ms / 3u < 1000u ? 1000u : ms / 3u;
-
 	c->cfg.user_timeout_us = (uint64_t)ms * 1000u;
-	c->cfg.keepalive_us = idle_ms * 1000u;
-	c->cfg.keepalive_probes = 3;
+	c->cfg.keepalive_us = (uint64_t)cm_keepalive_ms(ms) * 1000u;
+	c->cfg.keepalive_probes = CM_KEEPALIVE_PROBES;
 }
 
 /* What the MPA exchange negotiated, for the QP; mulpdu from the transport. */
