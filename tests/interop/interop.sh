@@ -294,6 +294,10 @@ host_script() {
 	for i in "${!C_NAME[@]}"; do
 		[[ ${C_DIR[i]} = g2h ]] || continue
 		n=${C_NAME[i]}; h=$(subst "${C_HOST[i]}" "$i"); cd="$OUT/$n"
+		# A g2h server starts before the guest boots, which takes 6 s idle
+		# and over 50 s on a loaded machine: its wait for the client must
+		# cover the whole run, not a fixed 20-30 s (iwrw/iwhello defaults).
+		[[ $h == "$TBIN/"* ]] && h+=" --timeout $RUN_T"
 		printf '( cd %q && { timeout -k 5 %d %s; echo $? >host.rc; } >host.log 2>&1 ) & P_%d=$!\n' \
 			"$cd" "$RUN_T" "$h" "$i"
 		pids+=("$i")
