@@ -19,7 +19,8 @@
  * Channels and events: cm_event.c. */
 #include "cm_internal.h"
 
-#include "raw/raw_transport.h"
+#include "transport/raw/raw_transport.h"
+#include "transport/tcp/tcp_transport.h"
 
 #include <errno.h>
 #include <netinet/in.h>

@@ -4,7 +4,7 @@
 #define IW_CM_INTERNAL_H
 
 #include "internal.h"
-#include "raw/rawdev.h"
+#include "transport/raw/rawdev.h"
 
 #include "../mpa/mpa_frame.h"
 #include "../mpa/mpa_negotiate.h"

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "raw/rawdev.h"
+#include "transport/raw/rawdev.h"
 
 #define MAX_EVENTS 64
 #define DEFERRED_ROUNDS 64 /* bound one progress call's deferred passes */

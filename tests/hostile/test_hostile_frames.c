@@ -817,7 +817,7 @@ END_TEST
 /* After our Terminate and FIN the peer keeps its end open and silent: the
  * WRs are flushed at once, and the application still gets DISCONNECTED
  * when our graceful close gives up on the peer's FIN (5 s in
- * transport_tcp.c), bounded here by 8 s. */
+ * tcp_transport.c), bounded here by 8 s. */
 START_TEST(test_peer_stays_open)
 {
 	uint8_t h[14], data[16] = { 0 };

@@ -1,9 +1,9 @@
 /* The raw transport: see raw_transport.h. Structure and re-entrancy rules
- * follow the kernel-socket transport (transport_tcp.c): engine events may
+ * follow the kernel-socket transport (tcp/tcp_transport.c): engine events may
  * kick, shut down or destroy us from inside our own steps; such calls are
  * recorded and run when the outermost step unwinds. */
 #include "raw_transport.h"
-#include "../tp_guard.h"
+#include "stack/transport/tp_guard.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../ddp/ddp_wire.h"
-#include "../../mpa/mpa_tx.h"
-#include "../../rdmap/rdmap_wire.h"
+#include "ddp/ddp_wire.h"
+#include "mpa/mpa_tx.h"
+#include "rdmap/rdmap_wire.h"
 
 #define RT_IOV_MAX (2 * (IW_RDMAP_MAX_SGE + 2) + 2 * IW_MPA_TX_MAX_MARKERS)
 /* One FPDU: the largest ULPDU, its headers, pad, CRC and markers. */

@@ -32,9 +32,9 @@
  * destroy this transport; such calls made while the transport is inside
  * one of its own steps are recorded and run when the step unwinds
  * (tp_guard.h, shared with the raw transport). */
-#include "internal.h"
-#include "qp_mem.h"
-#include "tp_guard.h"
+#include "tcp_transport.h"
+#include "stack/qp_mem.h"
+#include "stack/transport/tp_guard.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -48,9 +48,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "../ddp/ddp_wire.h"
-#include "../mpa/mpa_tx.h"
-#include "../rdmap/rdmap_wire.h"
+#include "ddp/ddp_wire.h"
+#include "mpa/mpa_tx.h"
+#include "rdmap/rdmap_wire.h"
 
 /* Backlog iovecs: room for one worst-case FPDU (every SGE split by
  * markers) plus a batch of small ones; was IOV_MAX, 16 KiB per QP. */

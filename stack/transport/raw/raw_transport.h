@@ -1,5 +1,5 @@
 /* The raw transport: a QP's FPDUs over one of our own TCP connections
- * (stack/net) on a raw device (rawdev.h), MPA-aware (RFC 5044 sec. 8).
+ * (net/) on a raw device (rawdev.h), MPA-aware (RFC 5044 sec. 8).
  *
  * Transmit: each FPDU is pulled from the engine alone and queued as one
  * TCP record (iwn_tcp_send_record), so every segment starts and ends on
