@@ -83,7 +83,7 @@ struct iw_context {
 	/* QPs with deferred work (completions to flush into CQs, kicks). */
 	struct iw_qp *deferred;
 	struct iw_qp *qps; /* every QP of the context (qp->ctx_next) */
-	struct iw_cm_linger *lingers; /* rejected sockets waiting to close (cm.c) */
+	struct iw_cm_linger *lingers; /* rejected sockets waiting to close (transport/tcp/tcp_conn.c) */
 
 	/* --- verbs additions --- */
 	uint32_t n_srq;
@@ -109,6 +109,9 @@ struct iw_context {
 	bool no_wait_once;   /* the next progress call returns without waiting */
 	/* IW_TRANSPORT_RAW: the raw device every connection uses (stack/transport/raw). */
 	struct iw_rawdev *raw;
+	/* Where the CM's connections come from (kernel sockets, the raw
+	 * device, or a test's pipe network). */
+	struct iw_conn_factory *conn_factory;
 	struct iw_peek *peeks;  /* in-memory sources checked before epoll_wait */
 	uint32_t peek_skips;    /* epoll_wait calls skipped in a row */
 };
@@ -370,8 +373,6 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 /* The transport lost the stream (peer FIN, RST, error). err 0: graceful.
  * The QP goes to ERROR/CLOSED and flushes everything outstanding. */
 void iw_qp_transport_closed(struct iw_qp *qp, int err);
-/* Close every socket still lingering after a reject (context teardown). */
-void iw_cm_lingers_free(struct iw_context *ctx);
 /* The QP is being destroyed: an id still in its handshake forgets it
  * (the connection then fails with -ECANCELED). */
 void iw_cm_qp_gone(struct iw_qp *qp);
