@@ -144,7 +144,13 @@ void iw_ctx_completed_outside(struct iw_context *ctx);
 #define IW_MAX_RECV_SGE 32
 #define IW_MAX_INLINE 4096
 #define IW_QP_TX_SLOTS 64     /* FPDUs in flight per connection */
-#define IW_QP_LINGER_MS 3000  /* wait for our Terminate / a drain before aborting */
+/* The Terminate bound: from our Terminate being queued (a local protocol
+ * error) to DISCONNECTED and the flush of every WR, at most this long,
+ * whatever the socket buffers hold and whether or not the peer reads or
+ * closes: if the Terminate cannot be written, or was written but the peer
+ * does not close in time, the connection is reset at this deadline.
+ * Also bounds a disconnect's drain. docs/limits.md, "Timeouts". */
+#define IW_QP_LINGER_MS 3000
 #define IW_QP_DRAIN_POLL_MS 20 /* re-check a draining disconnect this often */
 
 /* ------------------------------------------------------------------ */
@@ -340,6 +346,7 @@ struct iw_qp {
 	bool shut;           /* transport shutdown already called */
 	bool flushed;        /* outstanding WRs were flushed */
 	bool error_local;    /* error raised by us (no blame by rx state) */
+	bool term_closing;   /* our Terminate went out: the graceful close ends by linger_deadline */
 	struct iw_rq_entry rx_slot; /* SRQ entry taken by the message in progress */
 	uint8_t *inline_mem; /* max_send_wr * max_inline_data bytes (in qmem) */
 	/* Page-backed storage of every per-WR array above and the tx slots

@@ -359,7 +359,7 @@ static void linger_expired(struct iw_timer *t)
 {
 	struct iw_qp *qp = (struct iw_qp *)((char *)t - offsetof(struct iw_qp, linger));
 	uint64_t now = iw_now_ms();
-	if (qp->flushed)
+	if (qp->flushed && !qp->term_closing)
 		return;
 	if (now < qp->linger_deadline) {
 		uint64_t left = qp->linger_deadline - now;
@@ -395,7 +395,10 @@ static void on_event(void *ctx, const struct iw_rdmap_event *ev)
 		iw_qp_defer(qp, IW_QPW_KICK);
 		break;
 	case IW_RDMAP_EV_TERM_SENT:
-		iw_ctx_timer_cancel(qp->ctx, &qp->linger);
+		/* Flush now; the linger keeps running: a peer that does not
+		 * answer our FIN is reset at the Terminate bound, not after
+		 * the transport's longer graceful-close timeout. */
+		qp->term_closing = true;
 		iw_qp_defer(qp, IW_QPW_CLOSE | IW_QPW_FLUSH);
 		break;
 	case IW_RDMAP_EV_TERM_RECV:
@@ -476,7 +479,8 @@ static void qp_flush(struct iw_qp *qp)
 	if (qp->flushed)
 		return;
 	qp->flushed = true;
-	iw_ctx_timer_cancel(qp->ctx, &qp->linger);
+	if (!qp->term_closing)
+		iw_ctx_timer_cancel(qp->ctx, &qp->linger);
 	if (qp->connected)
 		iw_rdmap_flush(&qp->conn); /* SQ_FLUSH (or late SQ_DONE) per WR, in order */
 	run_local_invs(qp); /* those behind every engine WR */
@@ -525,6 +529,8 @@ void iw_qp_run_deferred(struct iw_qp *qp)
 	if ((w & (IW_QPW_CLOSE | IW_QPW_ABORT)) && t && !qp->shut) {
 		qp->shut = true;
 		t->ops->shutdown(t, (w & IW_QPW_ABORT) != 0);
+	} else if ((w & IW_QPW_ABORT) && t && qp->term_closing) {
+		t->ops->shutdown(t, true); /* Terminate bound passed: a no-op if already closed */
 	}
 	if (w & IW_QPW_FLUSH)
 		qp_flush(qp);
@@ -597,6 +603,10 @@ static bool rx_mid_message(const struct iw_qp *qp)
 
 void iw_qp_transport_closed(struct iw_qp *qp, int err)
 {
+	if (qp && qp->term_closing) {
+		qp->term_closing = false; /* closed within the Terminate bound */
+		iw_ctx_timer_cancel(qp->ctx, &qp->linger);
+	}
 	if (!qp || !qp->connected || qp->flushed)
 		return;
 	qp->shut = true; /* nothing left to shut down */

@@ -39,7 +39,9 @@ struct iw_transport {
 /* Ownership (verbs side): from iw_qp_connect_start on the QP holds the
  * transport. The QP calls shutdown at most once (graceful after its own
  * Terminate went out or after a disconnect drained, abortive after a
- * received Terminate, on a linger timeout or at destroy) and destroy once,
+ * received Terminate, on a linger timeout or at destroy), except that the
+ * graceful close after its Terminate is made abortive when the Terminate
+ * bound (IW_QP_LINGER_MS) passes first; destroy once,
  * from iw_destroy_qp. Transport ops are only called from deferred work or
  * public calls, never from inside an engine callback, and
  * iw_qp_transport_closed only records state and defers: a transport may

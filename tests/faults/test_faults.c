@@ -939,6 +939,10 @@ START_TEST(test_peer_stops_reading)
 	struct fx_ep e;
 	struct sockaddr_storage a;
 	int lfd = fx_raw_listen(&a);
+	/* The stall must not depend on the machine's tcp_rmem: a fixed,
+	 * small receive buffer for the peer (inherited by the accepted socket). */
+	int rcvbuf = 256 * 1024;
+	ck_assert_int_eq(setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
 	uint8_t *buf = malloc(MIB), *sink = malloc(MIB);
 	struct iw_mr *mr;
 	struct fx_track t;
@@ -1026,6 +1030,10 @@ START_TEST(test_disconnect_stalled_peer)
 	struct fx_ep e;
 	struct sockaddr_storage a;
 	int lfd = fx_raw_listen(&a);
+	/* The stall must not depend on the machine's tcp_rmem: a fixed,
+	 * small receive buffer for the peer (inherited by the accepted socket). */
+	int rcvbuf = 256 * 1024;
+	ck_assert_int_eq(setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
 	uint8_t *buf = malloc(MIB);
 	struct iw_mr *mr;
 	struct fx_track t;

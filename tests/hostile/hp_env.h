@@ -32,6 +32,12 @@ enum {
 #define HP_RECV_LEN 256u
 #define HP_MAX_WR 64
 #define HP_WAIT_MS 5000
+/* From our Terminate queued to DISCONNECTED and the flush: the library's
+ * Terminate bound (IW_QP_LINGER_MS, docs/limits.md "Timeouts"). */
+#define HP_TERM_BOUND_MS 3000
+/* What a timer-driven event may be late under load or ASan. Far below the
+ * 5000 ms graceful-close wait the bound must not depend on. */
+#define HP_TIMER_SLACK_MS 1500
 #define HP_MAX_EITHER 4
 
 struct hp_env {

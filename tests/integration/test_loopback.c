@@ -1174,6 +1174,10 @@ START_TEST(test_peer_stops_reading)
 	ck_assert(buf && sink);
 	loopback_addr(AF_INET, &a);
 	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+	/* "Fills the socket" must not depend on the machine's tcp_rmem: a
+	 * fixed, small receive buffer (inherited by the accepted socket). */
+	int rcvbuf = 256 * 1024;
+	ck_assert_int_eq(setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
 	ck_assert_int_eq(listen(lfd, 4), 0);
 	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
 	memset(&p, 0, sizeof(p));

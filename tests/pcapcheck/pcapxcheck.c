@@ -143,7 +143,7 @@ static int load_iwdump(const char *path, const struct pcw_cap *cap, struct recs 
 		return -1;
 	}
 	while (getline(&line, &lcap, f) > 0 && !rc) {
-		uint64_t conn = 0, frame = 0, x;
+		uint64_t conn = 0, frame = 0, t, l;
 		struct rec *r;
 
 		if (jstr_is(line, "type", "conn")) {
@@ -179,10 +179,15 @@ static int load_iwdump(const char *path, const struct pcw_cap *cap, struct recs 
 		for (int op = 0; op < 16; op++)
 			if (jstr_is(line, "op", pcw_op_name((uint8_t)op)))
 				r->op = op;
-		jnum(line, "T", &x);
-		r->t = (int)x;
-		jnum(line, "L", &x);
-		r->l = (int)x;
+		/* iwdump always writes T and L: without them the line is not
+		 * one of its FPDU records. */
+		if (!jnum(line, "T", &t) || !jnum(line, "L", &l)) {
+			snprintf(err, errlen, "iwdump FPDU line without T or L: %.200s", line);
+			rc = -1;
+			break;
+		}
+		r->t = (int)t;
+		r->l = (int)l;
 		jnum(line, "stag", &r->stag);
 		jnum(line, "to", &r->to);
 		jnum(line, "qn", &r->qn);

@@ -3,13 +3,16 @@
  * address the namespace's kernel does not have), both driven by one
  * context. The MPA exchange runs over our TCP (raw_mpa), then each side
  * RDMA WRITEs --mb MiB of pattern to the other, RDMA READs --mb MiB back,
- * and SENDs a closing message; every byte is checked. Under impairment
+ * SENDs --mb MiB (with --sends) and a closing message; every byte is
+ * checked. --size sets the bytes per WR (default 256 KiB), --v2 the
+ * receive ring a context uses (V2; default V3). Under impairment
  * (--drop/--reorder ppm) --expect-ooo requires out-of-order placements.
  * --expect-peek requires that the progress loop found frames in the
  * receive rings without a syscall, and that the context timer moved at
  * most once per 4 flushes (plus one per 4 ms for timer expiries).
- *   rawverbs [--mb N] [--drop PPM] [--reorder PPM] [--seed S] [--no-ooo]
- *            [--expect-ooo] [--expect-peek] [--no-crc] [--timeout SEC]
+ *   rawverbs [--mb N] [--size BYTES] [--sends] [--v2] [--drop PPM]
+ *            [--reorder PPM] [--seed S] [--no-ooo] [--expect-ooo]
+ *            [--expect-peek] [--no-crc] [--timeout SEC]
  * Exit 0 on success, 77 without CAP_NET_RAW, 1 on any failure. */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,7 +23,7 @@
 #include "pattern.h"
 #include "raw_mpa.h"
 
-#define CHUNK (256u << 10)
+#define CHUNK (256u << 10) /* default bytes per WR */
 #define PORT 7000
 
 struct side {
@@ -33,14 +36,15 @@ struct side {
 	struct iwn_tcp_conn *c;
 	struct iw_raw_mpa mpa;
 	struct iw_transport *t;
-	uint8_t *src, *dst, *rd, *rx;
-	struct iw_mr *src_mr, *dst_mr, *rd_mr, *rx_mr;
+	uint8_t *src, *dst, *rd, *rx, *rxd;
+	struct iw_mr *src_mr, *dst_mr, *rd_mr, *rx_mr, *rxd_mr;
 	uint64_t seed;
 	uint32_t writes_done, reads_done, sends_done, recvs;
 	bool failed;
 };
 
-static size_t total;
+static size_t total, chunk = CHUNK;
+static bool sends; /* data SENDs too, chunk bytes each, into posted receives */
 
 static void die(const char *what, int rc)
 {
@@ -65,26 +69,39 @@ static int open_side(struct side *s, const char *ifname, uint32_t ip, const stru
 	s->ip = ip;
 	if ((rc = iw_rawdev_attach(s->dev, ctx)))
 		die("attach", rc);
-	/* Room for every WR posted at once: n WRITEs, n READs, one SEND. */
-	uint32_t n = (uint32_t)(total / CHUNK);
-	if ((rc = iw_alloc_pd(ctx, &s->pd)) || (rc = iw_create_cq(ctx, (int)(2 * n + 16), NULL, &s->cq)))
+	/* Room for every WR posted at once: n WRITEs, n READs, n SENDs, one
+	 * closing SEND, and as many receives. */
+	uint32_t n = (uint32_t)(total / chunk);
+	if ((rc = iw_alloc_pd(ctx, &s->pd)) || (rc = iw_create_cq(ctx, (int)(5 * n + 16), NULL, &s->cq)))
 		die("pd/cq", rc);
-	struct iw_qp_init_attr qa = { .send_cq = s->cq, .recv_cq = s->cq, .cap = { .max_send_wr = 2 * n + 1 } };
+	struct iw_qp_init_attr qa = { .send_cq = s->cq,
+				      .recv_cq = s->cq,
+				      .cap = { .max_send_wr = 3 * n + 1, .max_recv_wr = n + 1 } };
 	if ((rc = iw_create_qp(s->pd, &qa, &s->qp)))
 		die("qp", rc);
 	s->src = malloc(total);
 	s->dst = calloc(1, total);
 	s->rd = calloc(1, total);
 	s->rx = calloc(1, 4096);
-	if (!s->src || !s->dst || !s->rd || !s->rx)
+	s->rxd = calloc(1, total);
+	if (!s->src || !s->dst || !s->rd || !s->rx || !s->rxd)
 		die("malloc", ENOMEM);
 	iwt_pattern_fill(s->seed, 0, s->src, (uint32_t)total);
 	unsigned rw = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE;
 	if ((rc = iw_reg_mr(s->pd, s->src, total, IW_ACCESS_REMOTE_READ, &s->src_mr)) ||
 	    (rc = iw_reg_mr(s->pd, s->dst, total, rw, &s->dst_mr)) ||
 	    (rc = iw_reg_mr(s->pd, s->rd, total, IW_ACCESS_LOCAL_WRITE, &s->rd_mr)) ||
-	    (rc = iw_reg_mr(s->pd, s->rx, 4096, IW_ACCESS_LOCAL_WRITE, &s->rx_mr)))
+	    (rc = iw_reg_mr(s->pd, s->rx, 4096, IW_ACCESS_LOCAL_WRITE, &s->rx_mr)) ||
+	    (rc = iw_reg_mr(s->pd, s->rxd, total, IW_ACCESS_LOCAL_WRITE, &s->rxd_mr)))
 		die("reg_mr", rc);
+	/* Data receives first: SENDs land in posting order, "done" last. */
+	for (uint32_t i = 0; sends && i < n; i++) {
+		struct iw_sge dsge = { (uint64_t)(uintptr_t)(s->rxd + (size_t)i * chunk), (uint32_t)chunk,
+				       iw_mr_stag(s->rxd_mr) };
+		struct iw_recv_wr dwr = { .wr_id = 2000 + i, .sg_list = &dsge, .num_sge = 1 };
+		if ((rc = iw_post_recv(s->qp, &dwr, NULL)))
+			die("post_recv", rc);
+	}
 	struct iw_sge sge = { (uint64_t)(uintptr_t)s->rx, 4096, iw_mr_stag(s->rx_mr) };
 	struct iw_recv_wr rwr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 };
 	if ((rc = iw_post_recv(s->qp, &rwr, NULL)))
@@ -114,13 +131,15 @@ static void post(struct side *s, uint64_t id, enum iw_wr_opcode op, void *local,
  * peer's src into rd, then an inline SEND. */
 static void post_all(struct side *s, struct side *peer)
 {
-	uint32_t n = (uint32_t)(total / CHUNK);
+	uint32_t n = (uint32_t)(total / chunk);
 	for (uint32_t i = 0; i < n; i++)
-		post(s, 100 + i, IW_WR_RDMA_WRITE, s->src + (size_t)i * CHUNK, s->src_mr, CHUNK,
-		     peer->dst + (size_t)i * CHUNK, peer->dst_mr);
+		post(s, 100 + i, IW_WR_RDMA_WRITE, s->src + (size_t)i * chunk, s->src_mr, chunk,
+		     peer->dst + (size_t)i * chunk, peer->dst_mr);
 	for (uint32_t i = 0; i < n; i++)
-		post(s, 1000 + i, IW_WR_RDMA_READ, s->rd + (size_t)i * CHUNK, s->rd_mr, CHUNK,
-		     peer->src + (size_t)i * CHUNK, peer->src_mr);
+		post(s, 100000 + i, IW_WR_RDMA_READ, s->rd + (size_t)i * chunk, s->rd_mr, chunk,
+		     peer->src + (size_t)i * chunk, peer->src_mr);
+	for (uint32_t i = 0; sends && i < n; i++)
+		post(s, 200000 + i, IW_WR_SEND, s->src + (size_t)i * chunk, s->src_mr, chunk, NULL, NULL);
 	static char msg[4] = { 'd', 'o', 'n', 'e' };
 	struct iw_sge sge = { (uint64_t)(uintptr_t)msg, 4, 0 };
 	struct iw_send_wr wr = {
@@ -155,7 +174,13 @@ static void poll_side(struct side *s)
 			break;
 		case IW_WC_RECV:
 			s->recvs++;
-			if (wc[i].byte_len != 4 || memcmp(s->rx, "done", 4) != 0) {
+			if (wc[i].wr_id >= 2000) {
+				if (wc[i].byte_len != chunk) {
+					fprintf(stderr, "rawverbs: %s: receive %" PRIu64 " got %u bytes\n", s->name,
+						wc[i].wr_id, wc[i].byte_len);
+					s->failed = true;
+				}
+			} else if (wc[i].byte_len != 4 || memcmp(s->rx, "done", 4) != 0) {
 				fprintf(stderr, "rawverbs: %s: wrong message\n", s->name);
 				s->failed = true;
 			}
@@ -170,8 +195,8 @@ static void poll_side(struct side *s)
 
 static bool side_done(const struct side *s)
 {
-	uint32_t n = (uint32_t)(total / CHUNK);
-	return s->writes_done == n && s->reads_done == n && s->sends_done == 1 && s->recvs == 1;
+	uint32_t n = (uint32_t)(total / chunk), m = sends ? n + 1 : 1;
+	return s->writes_done == n && s->reads_done == n && s->sends_done == m && s->recvs == m;
 }
 
 static uint64_t arg_u64(int argc, char **argv, const char *name, uint64_t def)
@@ -196,12 +221,17 @@ int main(int argc, char **argv)
 	uint64_t seed = arg_u64(argc, argv, "--seed", 1), timeout_s = arg_u64(argc, argv, "--timeout", 60);
 	bool no_ooo = arg_flag(argc, argv, "--no-ooo"), expect_ooo = arg_flag(argc, argv, "--expect-ooo");
 	bool expect_peek = arg_flag(argc, argv, "--expect-peek");
+	chunk = (size_t)arg_u64(argc, argv, "--size", CHUNK);
+	sends = arg_flag(argc, argv, "--sends");
 	struct iw_rawdev_cfg base = {
+		.rx_ring = arg_flag(argc, argv, "--v2") ? IW_PKTIO_RX_V2 : IW_PKTIO_RX_V3,
 		.drop_ppm = (uint32_t)arg_u64(argc, argv, "--drop", 0),
 		.reorder_ppm = (uint32_t)arg_u64(argc, argv, "--reorder", 0),
 	};
-	if (total < CHUNK || total % CHUNK || total > (1024u << 20))
+	if (total > (1024u << 20))
 		die("--mb", EINVAL);
+	if (chunk == 0 || chunk > total || total % chunk || total / chunk > 4096)
+		die("--size (must divide --mb MiB into at most 4096 WRs)", EINVAL);
 	struct iw_context *ctx;
 	int rc = iw_context_create(NULL, &ctx);
 	if (rc)
@@ -277,9 +307,11 @@ int main(int argc, char **argv)
 		struct side *s = sides[i], *peer = sides[1 - i];
 		int64_t bad_w = iwt_pattern_check(peer->seed, 0, s->dst, (uint32_t)total);
 		int64_t bad_r = iwt_pattern_check(peer->seed, 0, s->rd, (uint32_t)total);
-		if (bad_w >= 0 || bad_r >= 0) {
-			fprintf(stderr, "rawverbs: %s: data wrong at write %" PRId64 " / read %" PRId64 "\n", s->name,
-				bad_w, bad_r);
+		int64_t bad_s = sends ? iwt_pattern_check(peer->seed, 0, s->rxd, (uint32_t)total) : -1;
+		if (bad_w >= 0 || bad_r >= 0 || bad_s >= 0) {
+			fprintf(stderr,
+				"rawverbs: %s: data wrong at write %" PRId64 " / read %" PRId64 " / send %" PRId64 "\n",
+				s->name, bad_w, bad_r, bad_s);
 			ok = false;
 		}
 		struct iw_raw_stats rs;
@@ -318,7 +350,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rawverbs: no out-of-order placement under impairment\n");
 		ok = false;
 	}
-	printf("rawverbs: %s: %zu MiB written + read each way in %.3f s\n", ok ? "ok" : "FAILED", total >> 20, secs);
+	printf("rawverbs: %s: %zu MiB written + read%s each way in %zu-byte WRs, MTU %u, in %.3f s\n",
+	       ok ? "ok" : "FAILED", total >> 20, sends ? " + sent" : "", chunk, iw_pktio_mtu(a.dev->pio), secs);
 	/* Teardown: QPs first (their transports release the connections). */
 	for (int i = 0; i < 2; i++) {
 		struct side *s = sides[i];
@@ -327,6 +360,7 @@ int main(int argc, char **argv)
 		iw_dereg_mr(s->dst_mr);
 		iw_dereg_mr(s->rd_mr);
 		iw_dereg_mr(s->rx_mr);
+		iw_dereg_mr(s->rxd_mr);
 		iw_destroy_cq(s->cq);
 		iw_dealloc_pd(s->pd);
 	}
@@ -336,6 +370,7 @@ int main(int argc, char **argv)
 		free(sides[i]->dst);
 		free(sides[i]->rd);
 		free(sides[i]->rx);
+		free(sides[i]->rxd);
 	}
 	iw_context_destroy(ctx);
 	return ok ? 0 : 1;

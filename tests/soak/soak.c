@@ -599,7 +599,10 @@ static void client_next(struct conn *c)
 /* Receiving                                                           */
 
 /* Copy message bytes [off, off+n) out of a receive's SGE list. */
-static void gather(const struct wr_slot *w, uint32_t off, uint8_t *out, uint32_t n)
+/* Copy n message bytes from off out of the receive's SGEs. False when the
+ * SGEs end first (a completion longer than its buffer): the rest of out
+ * is zeroed, never left unset. */
+static bool gather(const struct wr_slot *w, uint32_t off, uint8_t *out, uint32_t n)
 {
 	for (int i = 0; i < w->nsge && n; i++) {
 		uint32_t l = w->sge[i].length;
@@ -613,6 +616,8 @@ static void gather(const struct wr_slot *w, uint32_t off, uint8_t *out, uint32_t
 		n -= m;
 		off = 0;
 	}
+	memset(out, 0, n);
+	return n == 0;
 }
 
 /* Message bytes from off on equal the pattern from src; bytes past the
@@ -668,7 +673,10 @@ static void on_recv(struct ep *e, struct wr_slot *w, const struct iw_wc *wc)
 		fail("conn %u: message of %u bytes", c->idx, n);
 		goto repost;
 	}
-	gather(w, 0, (uint8_t *)&h, HDR_LEN);
+	if (!gather(w, 0, (uint8_t *)&h, HDR_LEN)) {
+		fail("conn %u: message of %u bytes is longer than its receive", c->idx, n);
+		goto repost;
+	}
 	uint32_t hash = h.hash;
 	h.hash = 0;
 	if (h.magic != MAGIC || fnv(&h, sizeof(h)) != hash || h.conn != c->idx || h.epoch != c->epoch ||
@@ -678,18 +686,18 @@ static void on_recv(struct ep *e, struct wr_slot *w, const struct iw_wc *wc)
 		goto repost;
 	}
 	if (opt.corrupt_every && n > HDR_LEN && ++st.corrupt_count % opt.corrupt_every == 0) {
-		/* Self-test of the checker: flip the message's last byte. */
-		uint8_t b;
-		gather(w, n - 1, &b, 1);
+		/* Self-test of the checker: flip the message's last byte, in
+		 * place (one walk over the SGEs, nothing read into a copy). */
 		uint32_t off = n - 1;
 		for (int i = 0; i < w->nsge; i++) {
 			if (off < w->sge[i].length) {
-				((uint8_t *)(uintptr_t)w->sge[i].addr)[off] = (uint8_t)~b;
+				uint8_t *last = (uint8_t *)(uintptr_t)w->sge[i].addr + off;
+				*last = (uint8_t)~*last;
+				st.injected++;
 				break;
 			}
 			off -= w->sge[i].length;
 		}
-		st.injected++;
 	}
 	/* A damaged body is reported; the header is sound, so the
 	 * transaction goes on. */

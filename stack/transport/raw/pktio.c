@@ -17,7 +17,8 @@
 #include <unistd.h>
 
 #define ETH_HDR 14
-#define RX_FRAME 2048          /* V2 slot; V3 frames are packed into blocks */
+#define RX_FRAME 2048          /* smallest V2 slot; V3 frames are packed into blocks */
+#define RX_V2_BLOCK (1u << 16)
 #define V3_BLOCK (1u << 20)    /* 1 MiB blocks: many frames per hand-over */
 #define TX_SLOT 16384          /* fits a 9000-byte MTU frame plus the header */
 #define HOLD_MAX TX_SLOT       /* largest frame the reorder shim holds back */
@@ -110,14 +111,21 @@ static int setup_rx(struct iw_pktio *p, const struct iw_pktio_cfg *cfg)
 		ver = TPACKET_V2;
 		if (setsockopt(p->rx_fd, SOL_PACKET, PACKET_VERSION, &ver, sizeof(ver)) < 0)
 			return -errno;
-		req.tp_block_size = 1u << 16;
-		req.tp_frame_size = RX_FRAME;
+		/* A V2 slot holds one whole frame of the interface's MTU: the
+		 * kernel truncates longer ones, which we must drop, so with
+		 * fixed 2 KiB slots every segment above an MTU of about 1980
+		 * was lost and TCP resent it forever (issue 11). */
+		uint32_t slot = RX_FRAME;
+		while (slot < TPACKET_ALIGN(TPACKET2_HDRLEN) + 16 + ETH_HDR + p->mtu && slot < RX_V2_BLOCK)
+			slot *= 2;
+		req.tp_block_size = RX_V2_BLOCK;
+		req.tp_frame_size = slot;
 		req.tp_block_nr = bytes / req.tp_block_size ? bytes / req.tp_block_size : 1;
-		req.tp_frame_nr = req.tp_block_nr * (req.tp_block_size / RX_FRAME);
+		req.tp_frame_nr = req.tp_block_nr * (req.tp_block_size / slot);
 		if (setsockopt(p->rx_fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
 			return -errno;
 		p->rx_nslots = req.tp_frame_nr;
-		p->rx_slot_size = RX_FRAME;
+		p->rx_slot_size = slot;
 	}
 	p->rx_ring = cfg->rx_ring;
 	p->rx_map_len = (size_t)p->rx_nslots * p->rx_slot_size;
