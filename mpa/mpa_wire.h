@@ -18,6 +18,14 @@ struct iw_mpa_frame_hdr {
 _Static_assert(sizeof(struct iw_mpa_frame_hdr) == 20, "MPA frame header is 20 bytes");
 #define IW_MPA_FRAME_HDR_LEN 20
 
+/* PD_Length of a frame header at the start of buf (IW_MPA_FRAME_HDR_LEN
+ * bytes at least): how many bytes follow the header. */
+static inline uint16_t iw_mpa_hdr_pd_len(const uint8_t *buf)
+{
+	const struct iw_mpa_frame_hdr *h = (const struct iw_mpa_frame_hdr *)(const void *)buf;
+	return (uint16_t)(h->pd_len[0] << 8 | h->pd_len[1]);
+}
+
 #define IW_MPA_FLAG_MARKERS 0x80
 #define IW_MPA_FLAG_CRC 0x40
 #define IW_MPA_FLAG_REJECT 0x20

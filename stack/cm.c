@@ -1,6 +1,7 @@
 /* Connection manager: TCP listen/connect and the MPA Request/Reply
- * exchange (RFC 5044, RFC 6581) over non-blocking sockets driven by the
- * context's progress loop; events go to CM channels.
+ * exchange (RFC 5044, RFC 6581) over the context's connections (struct
+ * iw_conn, transport/transport.h: kernel sockets, our TCP, or memory),
+ * driven by the context's progress loop; events go to CM channels.
  *
  * Active side: connect() -> Request -> read exactly the Reply (anything
  * behind it is left for the transport) -> iw_mpa_initiator_check ->
@@ -14,22 +15,16 @@
  * Ids the application has not seen yet (before it fetched their
  * CONNECT_REQUEST) are dropped silently when they fail.
  *
- * Once established the socket belongs to the QP's transport; the id keeps
+ * Once established the connection becomes the QP's transport; the id keeps
  * a link to it for disconnect and gets DISCONNECTED when the stream ends.
  * Channels and events: cm_event.c. */
 #include "cm_internal.h"
 
-#include "raw/raw_transport.h"
-
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #define CM_CONNECT_TIMEOUT_MS 10000 /* active default: TCP connect + Reply (siw) */
 #define CM_FIRST_FPDU_DELAY_MS 20   /* see iw_conn_param.first_fpdu_delay_ms */
@@ -37,7 +32,7 @@
 #define CM_IRD_ORD_DEFAULT 16
 #define CM_MIN_ULPDU 64
 
-static void cm_watch_cb(struct iw_watch *w, uint32_t revents);
+static void cm_conn_ready(void *arg);
 static void cm_timer_cb(struct iw_timer *t);
 
 /* ------------------------------------------------------------------ */
@@ -49,12 +44,14 @@ static struct iw_cm_id *cm_id_alloc(struct iw_cm_channel *ch, void *context)
 
 	if (!id)
 		return NULL;
+	if (cm_events_reserve(id) < 0) {
+		free(id);
+		return NULL;
+	}
 	id->ch = ch;
 	id->ctx = ch->ctx;
 	id->context = context;
 	id->state = CM_IDLE;
-	id->watch.fd = -1;
-	id->watch.cb = cm_watch_cb;
 	id->timer.cb = cm_timer_cb;
 	ch->n_ids++;
 	return id;
@@ -93,65 +90,27 @@ static socklen_t sa_len(const struct sockaddr *sa)
 	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
-static void cm_raw_user_cb(struct iw_rawdev_user *u);
-
-static int cm_watch(struct iw_cm_id *id, uint32_t events)
+/* The id's connection tells it when I/O may progress. */
+static void cm_attach(struct iw_cm_id *id, struct iw_conn *c)
 {
-	int rc = 0;
-
-	if (id->ctx->raw) {
-		/* Our TCP: every pass of the device looks at the id. */
-		if (!id->ruser_on) {
-			id->ruser.cb = cm_raw_user_cb;
-			iw_rawdev_user_add(id->ctx->raw, &id->ruser);
-			id->ruser_on = true;
-		}
-		return 0;
-	}
-
-	if (!id->watching) {
-		rc = iw_ctx_watch_add(id->ctx, &id->watch, events);
-		id->watching = rc == 0;
-	} else if (id->watch.events != events) {
-		rc = iw_ctx_watch_mod(id->ctx, &id->watch, events);
-	}
-	return rc;
+	id->conn = c;
+	c->ready = cm_conn_ready;
+	c->ready_arg = id;
 }
 
-/* Close the id's socket (abortive: RST instead of FIN). */
-static void cm_close_fd(struct iw_cm_id *id, bool abortive)
+/* Wait for reading (rd) and/or writing (wr); neither: stop. */
+static int cm_want(struct iw_cm_id *id, bool rd, bool wr)
 {
-	if (id->watching)
-		iw_ctx_watch_del(id->ctx, &id->watch);
-	id->watching = false;
+	return id->conn ? id->conn->ops->want(id->conn, rd, wr) : -ENOTCONN;
+}
+
+/* Close the id's connection. */
+static void cm_close_conn(struct iw_cm_id *id, enum iw_conn_close how)
+{
 	iw_ctx_timer_cancel(id->ctx, &id->timer);
-	if (id->ruser_on)
-		iw_rawdev_user_del(id->ctx->raw, &id->ruser);
-	id->ruser_on = false;
-	if (id->rconn) {
-		uint64_t now = iw_rawdev_now_us();
-		if (abortive)
-			iwn_tcp_abort(id->rconn, now);
-		else
-			iwn_tcp_close(id->rconn, now);
-		iwn_net_release(&id->ctx->raw->net, id->rconn, now);
-		id->rconn = NULL;
-		iw_rawdev_flush(id->ctx->raw);
-	}
-	if (id->state == CM_LISTEN && id->ctx->raw && id->rport) {
-		iwn_net_unlisten(&id->ctx->raw->net, id->rport, iw_rawdev_now_us());
-		id->rport = 0;
-	}
-	if (id->watch.fd >= 0) {
-		if (abortive) {
-			struct linger l = { .l_onoff = 1, .l_linger = 0 };
-			setsockopt(id->watch.fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-		}
-		close(id->watch.fd);
-		id->watch.fd = -1;
-	}
-	iw_trace_conn_close(id->ctx, id->trace_conn, abortive);
-	id->trace_conn = 0;
+	if (id->conn)
+		id->conn->ops->close(id->conn, how);
+	id->conn = NULL;
 }
 
 /* A passive child leaves the MPA exchange (accepted, rejected, failed). */
@@ -176,7 +135,7 @@ static void cm_id_free(struct iw_cm_id *id)
 {
 	struct iw_cm_channel *ch = id->ch;
 
-	cm_close_fd(id, true);
+	cm_close_conn(id, IW_CONN_ABORT);
 	cm_child_unlink(id);
 	cm_purge_events(ch, id);
 	if (id->qp && id->qp->cm_id == id)
@@ -185,13 +144,11 @@ static void cm_id_free(struct iw_cm_id *id)
 		struct iw_qp *qp = id->transport->qp;
 		if (qp && qp->cm_id == id)
 			qp->cm_id = NULL;
-		if (id->ctx->raw)
-			iw_raw_transport_detach_cm(id->transport);
-		else
-			iw_tcp_transport_detach_cm(id->transport);
+		id->transport->ops->detach(id->transport);
 		id->transport = NULL;
 	}
 	ch->n_ids--;
+	cm_events_release(id);
 	free(id);
 }
 
@@ -223,7 +180,7 @@ int iw_cm_destroy_id(struct iw_cm_id *id)
  * the id, else drop the id. */
 static void cm_fail_close(struct iw_cm_id *id, int status, bool abortive)
 {
-	cm_close_fd(id, abortive);
+	cm_close_conn(id, abortive ? IW_CONN_ABORT : IW_CONN_GRACEFUL);
 	cm_child_unlink(id);
 	id->state = CM_DONE;
 	if (id->qp && id->qp->cm_id == id)
@@ -273,27 +230,9 @@ int iw_cm_peer_addr(const struct iw_cm_id *id, struct sockaddr_storage *out)
 	return rc;
 }
 
-static void cm_raw_sa(struct sockaddr_storage *ss, uint32_t ip, uint16_t port)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	memset(ss, 0, sizeof(*ss));
-	sin->sin_family = AF_INET;
-	sin->sin_addr.s_addr = htonl(ip);
-	sin->sin_port = htons(port);
-}
-
 static void cm_get_local(struct iw_cm_id *id)
 {
-	if (id->ctx->raw) {
-		if (id->rconn)
-			cm_raw_sa(&id->local, id->rconn->laddr, id->rconn->lport);
-		else
-			cm_raw_sa(&id->local, id->ctx->raw->net.cfg.ip, id->rport);
-		id->has_local = true;
-		return;
-	}
-	socklen_t len = sizeof(id->local);
-	id->has_local = getsockname(id->watch.fd, (struct sockaddr *)&id->local, &len) == 0;
+	id->has_local = id->conn && id->conn->ops->local_addr(id->conn, &id->local) == 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -373,38 +312,16 @@ static int cm_settings(struct iw_cm_id *id, const struct iw_conn_param *p, bool 
 /* ------------------------------------------------------------------ */
 /* Socket I/O for the handshake                                        */
 
-/* Send what is left of id->out. 1: all sent, 0: wait for EPOLLOUT, <0: error. */
+/* Send what is left of id->out. 1: all sent, 0: wait for room, <0: error. */
 static int cm_flush_out(struct iw_cm_id *id)
 {
-	if (id->rconn) {
-		int r = 0;
-		while (id->out_off < id->out_len) {
-			r = iwn_tcp_send(id->rconn, id->out + id->out_off, (uint32_t)(id->out_len - id->out_off),
-					 iw_rawdev_now_us());
-			if (r <= 0)
-				break;
-			id->out_off += (size_t)r;
-		}
-		iw_rawdev_flush(id->ctx->raw);
-		if (r < 0)
-			return r == -EPIPE ? -ECONNRESET : r;
-		return id->out_off == id->out_len;
-	}
-	while (id->out_off < id->out_len) {
-		ssize_t n = send(id->watch.fd, id->out + id->out_off, id->out_len - id->out_off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			return -errno;
-		}
-		struct iovec v = { id->out + id->out_off, (size_t)n };
-		iw_trace_data(id->ctx, id->trace_conn, true, &v, 1, (size_t)n);
+	if (id->out_off < id->out_len) {
+		ssize_t n = id->conn->ops->send(id->conn, id->out + id->out_off, id->out_len - id->out_off);
+		if (n < 0)
+			return (int)n;
 		id->out_off += (size_t)n;
 	}
-	return 1;
+	return id->out_off == id->out_len;
 }
 
 static int cm_encode_out(struct iw_cm_id *id, const struct iw_mpa_frame *f)
@@ -421,34 +338,11 @@ static int cm_encode_out(struct iw_cm_id *id, const struct iw_mpa_frame *f)
  * (-ECONNRESET for the peer's FIN). */
 static ssize_t cm_read(struct iw_cm_id *id, size_t want)
 {
-	if (id->rconn) {
-		uint32_t k = iwn_tcp_recv(id->rconn, id->in + id->in_len, (uint32_t)want, iw_rawdev_now_us());
-		if (k) {
-			id->in_len += k;
-			return (ssize_t)k;
-		}
-		if (iwn_tcp_eof(id->rconn))
-			return -ECONNRESET;
-		if (id->rconn->state == IWN_TCP_CLOSED)
-			return id->rconn->err ? id->rconn->err : -ECONNRESET;
-		return 0;
-	}
-	for (;;) {
-		ssize_t n = recv(id->watch.fd, id->in + id->in_len, want, MSG_DONTWAIT);
-		if (n > 0) {
-			struct iovec v = { id->in + id->in_len, (size_t)n };
-			iw_trace_data(id->ctx, id->trace_conn, false, &v, 1, (size_t)n);
-			id->in_len += (size_t)n;
-			return n;
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return 0;
-		return -errno;
-	}
+	ssize_t n = id->conn->ops->recv(id->conn, id->in + id->in_len, want);
+
+	if (n > 0)
+		id->in_len += (size_t)n;
+	return n;
 }
 
 void iw_cm_qp_gone(struct iw_qp *qp)
@@ -462,39 +356,6 @@ void iw_cm_qp_gone(struct iw_qp *qp)
 
 /* ------------------------------------------------------------------ */
 /* Establishing                                                        */
-
-/* Dead-peer detection: unacknowledged data fails after ms (a user
- * timeout, which also bounds keepalive); a silent idle peer is probed
- * after max(1 s, ms / 3), then at that interval, CM_KEEPALIVE_PROBES
- * times. */
-#define CM_KEEPALIVE_PROBES 3
-static uint32_t cm_keepalive_ms(uint32_t ms)
-{
-	return ms / 3u < 1000u ? 1000u : ms / 3u;
-}
-
-/* On a kernel socket (TCP_USER_TIMEOUT; keepalive in whole seconds). */
-static int cm_dead_peer_opts(int fd, uint32_t ms)
-{
-	unsigned ut = ms;
-	int one = 1, secs = (int)(cm_keepalive_ms(ms) / 1000u), cnt = CM_KEEPALIVE_PROBES;
-
-	if (setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) < 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof(secs)) < 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof(secs)) < 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0)
-		return -1;
-	return 0;
-}
-
-/* The same rule on our own TCP (IW_TRANSPORT_RAW). */
-static void cm_dead_peer_raw(struct iwn_tcp_conn *c, uint32_t ms)
-{
-	c->cfg.user_timeout_us = (uint64_t)ms * 1000u;
-	c->cfg.keepalive_us = (uint64_t)cm_keepalive_ms(ms) * 1000u;
-	c->cfg.keepalive_probes = CM_KEEPALIVE_PROBES;
-}
 
 /* What the MPA exchange negotiated, for the QP; mulpdu from the transport. */
 static struct iw_qp_conn_params cm_conn_params(const struct iw_cm_id *id, uint32_t mulpdu)
@@ -511,57 +372,13 @@ static struct iw_qp_conn_params cm_conn_params(const struct iw_cm_id *id, uint32
 	};
 }
 
-/* cm_establish over our TCP (IW_TRANSPORT_RAW): the connection goes to a
- * raw transport. */
-static void cm_establish_raw(struct iw_cm_id *id, bool initiator, const void *peer_pd, uint16_t peer_pd_len)
-{
-	struct iw_qp *qp = id->qp;
-	const struct iw_mpa_outcome *o = &id->outcome;
-	struct iw_qp_conn_params p = cm_conn_params(id, iw_raw_mulpdu(id->rconn, o->markers_tx, id->max_ulpdu));
-	struct iw_raw_tcfg tc = {
-		.dev = id->ctx->raw,
-		.conn = id->rconn,
-		.tx_gate = !initiator && o->wait_for_first_fpdu,
-		.tx_delay_ms = initiator ? id->first_fpdu_delay_ms : 0,
-		.send_rtr = initiator && o->p2p && o->rtr == IW_MPA_RTR_WRITE,
-		.cm_id = id,
-	};
-	if (id->ruser_on)
-		iw_rawdev_user_del(id->ctx->raw, &id->ruser);
-	id->ruser_on = false;
-	if (id->dead_peer_ms)
-		cm_dead_peer_raw(id->rconn, id->dead_peer_ms);
-	struct iw_transport *t = iw_raw_transport_create(id->ctx, qp, &tc);
-	if (!t) {
-		cm_fail(id, -ENOMEM);
-		return;
-	}
-	int rc = iw_qp_connect_start(qp, &p, t);
-	if (rc < 0) {
-		/* The connection stays the id's: cm_fail resets it. */
-		iw_raw_transport_forget_conn(t);
-		iw_raw_transport_detach_cm(t);
-		t->ops->destroy(t);
-		cm_fail(id, rc);
-		return;
-	}
-	id->rconn = NULL; /* the transport's now */
-	id->transport = t;
-	id->qp = NULL;
-	id->state = CM_ESTABLISHED;
-	cm_child_unlink(id);
-	cm_queue(id, IW_CM_EVENT_ESTABLISHED, 0, peer_pd, peer_pd_len);
-	rc = iw_raw_transport_start(t);
-	if (rc < 0)
-		t->ops->shutdown(t, true);
-}
-
-/* The MPA exchange succeeded: hand the socket to a transport and start
- * the QP. */
+/* The MPA exchange succeeded: the connection becomes the QP's transport
+ * and the QP starts. */
 static void cm_establish(struct iw_cm_id *id, bool initiator, const void *peer_pd, uint16_t peer_pd_len)
 {
 	struct iw_qp *qp = id->qp;
 	const struct iw_mpa_outcome *o = &id->outcome;
+	struct iw_conn *c = id->conn;
 	struct iw_transport *t;
 	int rc;
 
@@ -573,53 +390,41 @@ static void cm_establish(struct iw_cm_id *id, bool initiator, const void *peer_p
 		cm_fail(id, -EPROTO); /* only the WRITE RTR is ours to send */
 		return;
 	}
-	if (id->watching)
-		iw_ctx_watch_del(id->ctx, &id->watch);
-	id->watching = false;
+	cm_want(id, false, false);
 	iw_ctx_timer_cancel(id->ctx, &id->timer);
-	if (id->rconn) {
-		cm_establish_raw(id, initiator, peer_pd, peer_pd_len);
-		return;
-	}
-	if (id->dead_peer_ms && cm_dead_peer_opts(id->watch.fd, id->dead_peer_ms) < 0) {
-		cm_fail(id, -errno);
+	if (id->dead_peer_ms && (rc = c->ops->dead_peer(c, id->dead_peer_ms)) < 0) {
+		cm_fail(id, rc);
 		return;
 	}
 
-	struct iw_qp_conn_params p = cm_conn_params(id, iw_tcp_mulpdu(id->watch.fd, o->markers_tx, id->max_ulpdu));
-	struct iw_tcp_cfg tc = {
-		.fd = id->watch.fd,
+	struct iw_qp_conn_params p = cm_conn_params(id, c->ops->mulpdu(c, o->markers_tx, id->max_ulpdu));
+	struct iw_stream_cfg sc = {
 		.tx_gate = !initiator && o->wait_for_first_fpdu,
 		.send_rtr = initiator && o->p2p && o->rtr == IW_MPA_RTR_WRITE,
 		.tx_delay_ms = initiator ? id->first_fpdu_delay_ms : 0,
-		.trace_conn = id->trace_conn,
 		.cm_id = id,
 	};
-	t = iw_tcp_transport_create(id->ctx, qp, &tc);
+	t = c->ops->to_transport(c, qp, &sc);
 	if (!t) {
 		cm_fail(id, -ENOMEM);
 		return;
 	}
+	id->conn = NULL; /* the transport's now */
 	rc = iw_qp_connect_start(qp, &p, t);
 	if (rc < 0) {
-		/* The transport took the socket: let it close it. */
-		iw_tcp_transport_detach_cm(t);
+		/* The transport closes the connection (a reset). */
+		t->ops->detach(t);
 		t->ops->destroy(t);
-		id->watch.fd = -1;
-		id->trace_conn = 0;
 		cm_fail(id, rc);
 		return;
 	}
-	/* The socket and its trace now belong to the transport. */
-	id->watch.fd = -1;
-	id->trace_conn = 0;
 	id->transport = t;
 	id->qp = NULL; /* reached through the transport from now on */
 	id->state = CM_ESTABLISHED;
 	cm_child_unlink(id);
 	cm_queue(id, IW_CM_EVENT_ESTABLISHED, 0, peer_pd, peer_pd_len);
-	rc = iw_tcp_transport_start(t);
-	if (rc < 0) /* cannot watch the socket: the stream is unusable */
+	rc = t->ops->start(t);
+	if (rc < 0) /* cannot watch the stream: it is unusable */
 		t->ops->shutdown(t, true);
 }
 
@@ -631,8 +436,6 @@ static void cm_send_request(struct iw_cm_id *id)
 	int rc;
 
 	cm_get_local(id);
-	id->trace_conn = iw_trace_conn_open(id->ctx, (struct sockaddr *)&id->local, (struct sockaddr *)&id->peer,
-					    true);
 	iw_mpa_make_request(&id->settings, id->req.pdata_len ? id->pd : NULL, id->req.pdata_len, &id->req);
 	if (cm_encode_out(id, &id->req) < 0) {
 		cm_fail(id, -EINVAL);
@@ -643,7 +446,20 @@ static void cm_send_request(struct iw_cm_id *id)
 	rc = cm_flush_out(id);
 	if (rc < 0)
 		cm_fail(id, rc);
-	else if (cm_watch(id, rc ? EPOLLIN : EPOLLIN | EPOLLOUT) < 0)
+	else if (cm_want(id, true, rc == 0) < 0)
+		cm_fail(id, -ENOMEM);
+}
+
+/* Connecting: send the Request once the connection is up. */
+static void cm_on_connecting(struct iw_cm_id *id)
+{
+	int rc = id->conn->ops->connected(id->conn);
+
+	if (rc < 0)
+		cm_fail(id, rc);
+	else if (rc > 0)
+		cm_send_request(id);
+	else if (cm_want(id, false, true) < 0)
 		cm_fail(id, -ENOMEM);
 }
 
@@ -653,7 +469,7 @@ static void cm_on_reply_bytes(struct iw_cm_id *id)
 		/* Read exactly the frame: FPDUs behind it are the transport's. */
 		size_t want = IW_MPA_FRAME_HDR_LEN;
 		if (id->in_len >= IW_MPA_FRAME_HDR_LEN) {
-			size_t pd = (size_t)id->in[18] << 8 | id->in[19];
+			size_t pd = iw_mpa_hdr_pd_len(id->in);
 			if (pd > IW_MPA_PD_MAX) {
 				cm_fail(id, -EPROTO);
 				return;
@@ -680,7 +496,7 @@ static void cm_on_reply_bytes(struct iw_cm_id *id)
 	}
 	enum iw_mpa_reject_reason r = iw_mpa_initiator_check(&id->settings, &id->req, &rep, &id->outcome);
 	if (r == IW_MPA_REJ_PEER) {
-		cm_close_fd(id, false);
+		cm_close_conn(id, IW_CONN_GRACEFUL);
 		id->state = CM_DONE;
 		if (id->qp && id->qp->cm_id == id)
 			id->qp->cm_id = NULL;
@@ -695,37 +511,11 @@ static void cm_on_reply_bytes(struct iw_cm_id *id)
 	cm_establish(id, true, rep.pdata, rep.pdata_len);
 }
 
-/* iw_cm_connect over our TCP: IPv4 on-link peers only. */
-static int cm_connect_raw(struct iw_cm_id *id, struct iw_qp *qp, const struct sockaddr *dst)
-{
-	struct iw_rawdev *raw = id->ctx->raw;
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)dst;
-	int rc;
-
-	if (dst->sa_family != AF_INET)
-		return -EAFNOSUPPORT;
-	uint32_t ra = ntohl(sin->sin_addr.s_addr);
-	if (!iw_rawdev_on_link(raw, ra))
-		return -ENETUNREACH;
-	id->rconn = iwn_net_connect(&raw->net, ra, ntohs(sin->sin_port), 0, iw_rawdev_now_us(), &rc);
-	if (!id->rconn)
-		return rc;
-	memset(&id->peer, 0, sizeof(id->peer));
-	memcpy(&id->peer, dst, sizeof(*sin));
-	id->has_peer = true;
-	id->qp = qp;
-	qp->cm_id = id;
-	id->state = CM_CONNECTING;
-	iw_ctx_timer_arm(id->ctx, &id->timer, (uint64_t)id->timeout_ms);
-	cm_watch(id, EPOLLOUT);
-	iw_rawdev_flush(raw);
-	return 0;
-}
-
 int iw_cm_connect(struct iw_cm_id *id, struct iw_qp *qp, const struct sockaddr *dst,
 		  const struct iw_conn_param *param)
 {
-	int rc, fd, one = 1;
+	struct iw_conn *c;
+	int rc;
 
 	if (!id || !qp || !dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
 		return -EINVAL;
@@ -741,17 +531,15 @@ int iw_cm_connect(struct iw_cm_id *id, struct iw_qp *qp, const struct sockaddr *
 	if (id->req.pdata_len)
 		memcpy(id->pd, param->private_data, id->req.pdata_len);
 
-	if (id->ctx->raw) {
-		rc = cm_connect_raw(id, qp, dst);
+	rc = id->ctx->conn_factory->open(id->ctx->conn_factory, id->ctx, &c);
+	if (rc < 0)
+		goto out;
+	rc = c->ops->connect(c, dst);
+	if (rc < 0) {
+		c->ops->close(c, IW_CONN_ABORT);
 		goto out;
 	}
-	fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	id->watch.fd = fd;
+	cm_attach(id, c);
 	memset(&id->peer, 0, sizeof(id->peer));
 	memcpy(&id->peer, dst, sa_len(dst));
 	id->has_peer = true;
@@ -759,15 +547,7 @@ int iw_cm_connect(struct iw_cm_id *id, struct iw_qp *qp, const struct sockaddr *
 	qp->cm_id = id;
 	id->state = CM_CONNECTING;
 	iw_ctx_timer_arm(id->ctx, &id->timer, (uint64_t)id->timeout_ms);
-	rc = 0;
-	if (connect(fd, dst, sa_len(dst)) == 0) {
-		cm_send_request(id);
-	} else if (errno == EINPROGRESS || errno == EINTR) {
-		if (cm_watch(id, EPOLLOUT) < 0)
-			cm_fail(id, -ENOMEM);
-	} else {
-		cm_fail(id, -errno); /* reported as CONNECT_ERROR like a late failure */
-	}
+	cm_on_connecting(id); /* a failure now is reported as CONNECT_ERROR like a late one */
 out:
 	iw_ctx_unlock(id->ctx);
 	return rc;
@@ -783,38 +563,11 @@ int iw_cm_listen(struct iw_cm_id *id, const struct sockaddr *addr, int backlog)
 	return iw_cm_listen_param(id, addr, &p);
 }
 
-/* iw_cm_listen over our TCP: our address (or any) and a fixed port. */
-static int cm_listen_raw(struct iw_cm_id *id, const struct sockaddr *addr, const struct iw_listen_param *param)
-{
-	struct iw_rawdev *raw = id->ctx->raw;
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
-
-	if (addr->sa_family != AF_INET)
-		return -EAFNOSUPPORT;
-	uint32_t ip = ntohl(sin->sin_addr.s_addr);
-	if (ip != 0 && ip != raw->net.cfg.ip)
-		return -EADDRNOTAVAIL;
-	uint16_t port = ntohs(sin->sin_port);
-	if (port == 0)
-		return -EINVAL; /* no ephemeral listeners on our TCP */
-	id->backlog = param->backlog <= 0 ? IW_CM_BACKLOG_DEFAULT
-		      : param->backlog > IW_CM_BACKLOG_MAX ? IW_CM_BACKLOG_MAX : param->backlog;
-	id->req_timeout_ms = param->request_timeout_ms ? (uint32_t)param->request_timeout_ms
-						       : IW_CM_REQUEST_TIMEOUT_DEFAULT;
-	int rc = iwn_net_listen(&raw->net, port, (uint32_t)id->backlog);
-	if (rc < 0)
-		return rc;
-	id->rport = port;
-	cm_get_local(id);
-	cm_watch(id, EPOLLIN);
-	id->state = CM_LISTEN;
-	return 0;
-}
-
 int iw_cm_listen_param(struct iw_cm_id *id, const struct sockaddr *addr, const struct iw_listen_param *param)
 {
 	static const struct iw_listen_param defaults = { 0 };
-	int fd, one = 1, rc;
+	struct iw_conn *c;
+	int rc;
 
 	if (!param)
 		param = &defaults;
@@ -826,31 +579,23 @@ int iw_cm_listen_param(struct iw_cm_id *id, const struct sockaddr *addr, const s
 		rc = -EINVAL;
 		goto out;
 	}
-	if (id->ctx->raw) {
-		rc = cm_listen_raw(id, addr, param);
-		goto out;
-	}
-	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
 	id->backlog = param->backlog <= 0 ? IW_CM_BACKLOG_DEFAULT
 		      : param->backlog > IW_CM_BACKLOG_MAX ? IW_CM_BACKLOG_MAX : param->backlog;
 	id->req_timeout_ms = param->request_timeout_ms ? (uint32_t)param->request_timeout_ms
 						       : IW_CM_REQUEST_TIMEOUT_DEFAULT;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 || bind(fd, addr, sa_len(addr)) < 0 ||
-	    listen(fd, id->backlog) < 0) {
-		rc = -errno;
-		close(fd);
+	rc = id->ctx->conn_factory->open(id->ctx->conn_factory, id->ctx, &c);
+	if (rc < 0)
+		goto out;
+	rc = c->ops->listen(c, addr, id->backlog);
+	if (rc < 0) {
+		c->ops->close(c, IW_CONN_ABORT);
 		goto out;
 	}
-	id->watch.fd = fd;
+	cm_attach(id, c);
 	cm_get_local(id);
-	rc = cm_watch(id, EPOLLIN);
+	rc = cm_want(id, true, false);
 	if (rc < 0) {
-		close(fd);
-		id->watch.fd = -1;
+		cm_close_conn(id, IW_CONN_ABORT);
 		goto out;
 	}
 	id->state = CM_LISTEN;
@@ -859,74 +604,27 @@ out:
 	return rc;
 }
 
-static void cm_on_accept_raw(struct iw_cm_id *l)
-{
-	struct iw_rawdev *raw = l->ctx->raw;
-	struct iwn_tcp_conn *rc;
-
-	while ((rc = iwn_net_accept(&raw->net, l->rport)) != NULL) {
-		struct iw_cm_id *c = NULL;
-		if (l->n_pending < (uint32_t)l->backlog)
-			c = cm_id_alloc(l->ch, l->context);
-		if (!c) {
-			iwn_net_release(&raw->net, rc, iw_rawdev_now_us()); /* over the backlog: reset */
-			continue;
-		}
-		c->rconn = rc;
-		cm_raw_sa(&c->peer, rc->raddr, rc->rport);
-		c->has_peer = true;
-		cm_get_local(c);
-		c->listener = l;
-		c->sib_next = l->children;
-		l->children = c;
-		l->n_pending++;
-		c->state = CM_WAIT_REQUEST;
-		cm_watch(c, EPOLLIN);
-		iw_ctx_timer_arm(c->ctx, &c->timer, l->req_timeout_ms);
-	}
-	iw_rawdev_flush(raw);
-}
-
 static void cm_on_accept(struct iw_cm_id *l)
 {
-	if (l->ctx->raw) {
-		cm_on_accept_raw(l);
-		return;
-	}
-	for (;;) {
-		struct sockaddr_storage ss;
-		socklen_t len = sizeof(ss);
-		int one = 1;
-		int fd = accept4(l->watch.fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct iw_conn *cc;
 
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			return; /* EAGAIN, or out of fds: try again on the next wakeup */
-		}
+	while (l->conn->ops->accept(l->conn, &cc) == 0) {
 		struct iw_cm_id *c = NULL;
 		if (l->n_pending < (uint32_t)l->backlog)
 			c = cm_id_alloc(l->ch, l->context);
 		if (!c) {
-			/* Over the backlog: refuse with a reset. */
-			struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-			setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-			close(fd);
+			cc->ops->close(cc, IW_CONN_ABORT); /* over the backlog: refuse with a reset */
 			continue;
 		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		c->watch.fd = fd;
-		c->peer = ss;
-		c->has_peer = true;
+		cm_attach(c, cc);
+		c->has_peer = cc->ops->peer_addr(cc, &c->peer) == 0;
 		cm_get_local(c);
 		c->listener = l;
 		c->sib_next = l->children;
 		l->children = c;
 		l->n_pending++;
-		c->trace_conn = iw_trace_conn_open(c->ctx, (struct sockaddr *)&c->local, (struct sockaddr *)&c->peer,
-						   false);
 		c->state = CM_WAIT_REQUEST;
-		if (cm_watch(c, EPOLLIN) < 0) {
+		if (cm_want(c, true, false) < 0) {
 			cm_id_free(c);
 			continue;
 		}
@@ -961,22 +659,12 @@ static void cm_on_request_bytes(struct iw_cm_id *id)
 /* Waiting for the application: the peer must stay silent. */
 static void cm_on_bytes_while_waiting(struct iw_cm_id *id)
 {
-	if (id->rconn) {
-		if (iwn_tcp_readable(id->rconn))
-			cm_fail(id, -EPROTO);
-		else if (iwn_tcp_eof(id->rconn) || id->rconn->state == IWN_TCP_CLOSED)
-			cm_fail(id, -ECONNRESET);
-		return;
-	}
-	uint8_t b;
-	ssize_t n = recv(id->watch.fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
+	int rc = id->conn->ops->pending(id->conn);
 
-	if (n > 0)
+	if (rc > 0)
 		cm_fail(id, -EPROTO);
-	else if (n == 0)
-		cm_fail(id, -ECONNRESET);
-	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-		cm_fail(id, -errno);
+	else if (rc < 0)
+		cm_fail(id, rc);
 }
 
 int iw_cm_accept(struct iw_cm_id *id, struct iw_qp *qp, const struct iw_conn_param *param)
@@ -1002,10 +690,6 @@ int iw_cm_accept(struct iw_cm_id *id, struct iw_qp *qp, const struct iw_conn_par
 		rc = -EINVAL;
 		goto out;
 	}
-	/* Test only (tests/interop): a deliberately broken Reply, revision 1
-	 * whatever was negotiated, proves the interop suite notices. */
-	if (r == IW_MPA_OK && id->out_len > 17 && getenv("IWARP_TEST_MPA_REPLY_REV"))
-		id->out[17] = (uint8_t)atoi(getenv("IWARP_TEST_MPA_REPLY_REV"));
 	if (r != IW_MPA_OK) {
 		/* Our policy refuses the request: reject frame, FIN, report. */
 		cm_flush_out(id);
@@ -1021,7 +705,7 @@ int iw_cm_accept(struct iw_cm_id *id, struct iw_qp *qp, const struct iw_conn_par
 		cm_fail(id, rc);
 	} else if (rc == 1) {
 		cm_establish(id, false, id->req.pdata, id->req.pdata_len);
-	} else if (cm_watch(id, EPOLLOUT) < 0) {
+	} else if (cm_want(id, false, true) < 0) {
 		cm_fail(id, -ENOMEM);
 	}
 	rc = 0;
@@ -1030,101 +714,9 @@ out:
 	return rc;
 }
 
-/* A rejected connection's socket, kept open after the reject frame until
- * the initiator closes it (or CM_REJECT_LINGER_MS pass): a Linux siw
- * initiator loses the reject's private data when our FIN follows the
- * frame at once (seen about 1 in 4). Owned by the context, so the id can
- * go away meanwhile. */
-#define CM_REJECT_LINGER_MS 1000
-/* At most this many at once per context: a peer that floods connections
- * the application rejects and never closes them must not pin sockets
- * (beyond this, the FIN follows the reject frame at once). */
-#define CM_MAX_LINGERS 64
-struct iw_cm_linger {
-	struct iw_watch watch;
-	struct iw_timer timer;
-	struct iw_context *ctx;
-	uint32_t trace_conn;
-	struct iw_cm_linger *next;
-};
-
-static void linger_close(struct iw_cm_linger *l)
-{
-	struct iw_cm_linger **pp;
-
-	for (pp = &l->ctx->lingers; *pp; pp = &(*pp)->next)
-		if (*pp == l) {
-			*pp = l->next;
-			break;
-		}
-	iw_ctx_watch_del(l->ctx, &l->watch);
-	iw_ctx_timer_cancel(l->ctx, &l->timer);
-	close(l->watch.fd);
-	iw_trace_conn_close(l->ctx, l->trace_conn, false);
-	free(l);
-}
-
-static void linger_watch_cb(struct iw_watch *w, uint32_t revents)
-{
-	struct iw_cm_linger *l = (struct iw_cm_linger *)((char *)w - offsetof(struct iw_cm_linger, watch));
-	uint8_t buf[256];
-	ssize_t n;
-
-	(void)revents;
-	while ((n = recv(l->watch.fd, buf, sizeof(buf), 0)) > 0)
-		; /* nothing the initiator sends now matters */
-	if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-		linger_close(l);
-}
-
-static void linger_timer_cb(struct iw_timer *t)
-{
-	linger_close((struct iw_cm_linger *)((char *)t - offsetof(struct iw_cm_linger, timer)));
-}
-
-void iw_cm_lingers_free(struct iw_context *ctx)
-{
-	while (ctx->lingers)
-		linger_close(ctx->lingers);
-}
-
-static uint32_t cm_n_lingers(const struct iw_context *ctx)
-{
-	uint32_t n = 0;
-
-	for (const struct iw_cm_linger *l = ctx->lingers; l && n < CM_MAX_LINGERS; l = l->next)
-		n++;
-	return n;
-}
-
 static void cm_reject_done(struct iw_cm_id *id)
 {
-	/* Our TCP lingers by itself: the released connection sends its FIN
-	 * after the frame and stays until closed. */
-	struct iw_cm_linger *l = !id->rconn && cm_n_lingers(id->ctx) < CM_MAX_LINGERS ? calloc(1, sizeof(*l)) : NULL;
-
-	if (l && id->watch.fd >= 0) {
-		if (id->watching)
-			iw_ctx_watch_del(id->ctx, &id->watch);
-		id->watching = false;
-		iw_ctx_timer_cancel(id->ctx, &id->timer);
-		l->ctx = id->ctx;
-		l->watch.fd = id->watch.fd;
-		l->watch.cb = linger_watch_cb;
-		l->timer.cb = linger_timer_cb;
-		l->trace_conn = id->trace_conn;
-		if (iw_ctx_watch_add(l->ctx, &l->watch, EPOLLIN) == 0) {
-			l->next = l->ctx->lingers;
-			l->ctx->lingers = l;
-			iw_ctx_timer_arm(l->ctx, &l->timer, CM_REJECT_LINGER_MS);
-			id->watch.fd = -1;
-			id->trace_conn = 0;
-			l = NULL;
-		}
-	}
-	free(l);
-	/* Without a linger (no memory, or too many): FIN right behind the frame. */
-	cm_close_fd(id, false);
+	cm_close_conn(id, IW_CONN_REJECTED);
 	cm_child_unlink(id);
 	id->state = CM_DONE;
 }
@@ -1160,7 +752,7 @@ int iw_cm_reject(struct iw_cm_id *id, const void *private_data, uint16_t len)
 		cm_fail(id, rc);
 	else if (rc == 1)
 		cm_reject_done(id);
-	else if (cm_watch(id, EPOLLOUT) < 0)
+	else if (cm_want(id, false, true) < 0)
 		cm_fail(id, -ENOMEM);
 	rc = 0;
 out:
@@ -1171,36 +763,19 @@ out:
 /* ------------------------------------------------------------------ */
 /* Progress callbacks                                                  */
 
-static void cm_watch_cb(struct iw_watch *w, uint32_t revents)
+/* The id's connection may have progressed. */
+static void cm_conn_ready(void *arg)
 {
-	struct iw_cm_id *id = (struct iw_cm_id *)((char *)w - offsetof(struct iw_cm_id, watch));
+	struct iw_cm_id *id = arg;
 	int rc;
 
 	switch (id->state) {
 	case CM_LISTEN:
 		cm_on_accept(id);
 		break;
-	case CM_CONNECTING: {
-		if (id->rconn) {
-			if (id->rconn->state == IWN_TCP_CLOSED)
-				cm_fail(id, id->rconn->err ? id->rconn->err : -ECONNREFUSED);
-			else if (id->rconn->state != IWN_TCP_SYN_SENT)
-				cm_send_request(id);
-			break;
-		}
-		int err = 0;
-		socklen_t len = sizeof(err);
-		if (getsockopt(id->watch.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-			err = errno;
-		if (err) {
-			cm_fail(id, -err);
-			break;
-		}
-		if (!(revents & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
-			break;
-		cm_send_request(id);
+	case CM_CONNECTING:
+		cm_on_connecting(id);
 		break;
-	}
 	case CM_WAIT_REPLY:
 		if (id->out_off < id->out_len) {
 			rc = cm_flush_out(id);
@@ -1208,13 +783,12 @@ static void cm_watch_cb(struct iw_watch *w, uint32_t revents)
 				cm_fail(id, rc);
 				break;
 			}
-			if (rc == 1 && cm_watch(id, EPOLLIN) < 0) {
+			if (rc == 1 && cm_want(id, true, false) < 0) {
 				cm_fail(id, -ENOMEM);
 				break;
 			}
 		}
-		if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
-			cm_on_reply_bytes(id);
+		cm_on_reply_bytes(id);
 		break;
 	case CM_WAIT_REQUEST:
 		cm_on_request_bytes(id);
@@ -1233,21 +807,9 @@ static void cm_watch_cb(struct iw_watch *w, uint32_t revents)
 			cm_reject_done(id);
 		break;
 	default:
-		/* Not expecting I/O: stop watching. */
-		if (id->watching)
-			iw_ctx_watch_del(id->ctx, &id->watch);
-		id->watching = false;
-		if (id->ruser_on)
-			iw_rawdev_user_del(id->ctx->raw, &id->ruser);
-		id->ruser_on = false;
+		cm_want(id, false, false); /* not expecting I/O: stop watching */
 		break;
 	}
-}
-
-static void cm_raw_user_cb(struct iw_rawdev_user *u)
-{
-	struct iw_cm_id *id = (struct iw_cm_id *)((char *)u - offsetof(struct iw_cm_id, ruser));
-	cm_watch_cb(&id->watch, EPOLLIN | EPOLLOUT);
 }
 
 static void cm_timer_cb(struct iw_timer *t)

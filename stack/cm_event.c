@@ -1,21 +1,47 @@
 /* CM channels: an eventfd plus a FIFO of events. Events are allocated
- * (connection setup is not a data path) and own a copy of the peer's
- * private data until the application acks them. */
+ * with their id (connection setup is not a data path, and an event that
+ * could not be queued would leave the application waiting forever) and
+ * own a copy of the peer's private data until the application acks
+ * them. */
 #include "cm_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-int cm_queue(struct iw_cm_id *id, enum iw_cm_event_type type, int status, const void *pdata, uint16_t pd_len)
+int cm_events_reserve(struct iw_cm_id *id)
+{
+	while (id->n_spare < CM_EVENTS_PER_ID) {
+		struct cm_event *e = malloc(sizeof(*e));
+		if (!e) {
+			cm_events_release(id);
+			return -ENOMEM;
+		}
+		id->spare[id->n_spare++] = e;
+	}
+	return 0;
+}
+
+void cm_events_release(struct iw_cm_id *id)
+{
+	while (id->n_spare > 0)
+		free(id->spare[--id->n_spare]);
+}
+
+void cm_queue(struct iw_cm_id *id, enum iw_cm_event_type type, int status, const void *pdata, uint16_t pd_len)
 {
 	struct iw_cm_channel *ch = id->ch;
-	struct cm_event *e = calloc(1, sizeof(*e));
+	struct cm_event *e;
 
+	/* The CM's states allow no more than CM_EVENTS_PER_ID per id; the
+	 * allocation is a second line that is never reached. */
+	e = id->n_spare ? id->spare[--id->n_spare] : malloc(sizeof(*e));
 	if (!e)
-		return -ENOMEM;
+		return;
+	memset(e, 0, offsetof(struct cm_event, pdata));
 	e->ev.type = type;
 	e->ev.id = id;
 	e->ev.status = status;
@@ -47,9 +73,8 @@ int cm_queue(struct iw_cm_id *id, enum iw_cm_event_type type, int status, const 
 	ch->tail = e;
 	uint64_t one = 1;
 	if (write(ch->fd, &one, sizeof(one)) < 0) {
-		/* The counter cannot overflow in practice; readable anyway. */
+		/* EAGAIN only, at a count of 2^64 - 2: readable anyway. */
 	}
-	return 0;
 }
 
 void cm_purge_events(struct iw_cm_channel *ch, const struct iw_cm_id *id)

@@ -4,10 +4,9 @@
 #define IW_CM_INTERNAL_H
 
 #include "internal.h"
-#include "raw/rawdev.h"
 
-#include "../mpa/mpa_frame.h"
-#include "../mpa/mpa_negotiate.h"
+#include "mpa/mpa_frame.h"
+#include "mpa/mpa_negotiate.h"
 
 #define CM_FRAME_MAX (IW_MPA_FRAME_HDR_LEN + IW_MPA_PD_MAX)
 
@@ -38,14 +37,18 @@ struct iw_cm_channel {
 	struct cm_event *head, *tail;
 };
 
+/* The most events one id can produce: CONNECT_REQUEST (a passive id),
+ * then ESTABLISHED, REJECTED or CONNECT_ERROR, then DISCONNECTED. They
+ * are allocated with the id, so queueing one never fails. */
+#define CM_EVENTS_PER_ID 3
+
 struct iw_cm_id {
 	struct iw_cm_channel *ch;
 	struct iw_context *ctx;
 	void *context;
 	enum cm_state state;
 	bool app_owned; /* the application knows this id (created it or fetched its request) */
-	struct iw_watch watch;
-	bool watching;
+	struct iw_conn *conn; /* until established (then the transport's) */
 	struct iw_timer timer;
 	struct sockaddr_storage local, peer;
 	bool has_local, has_peer;
@@ -74,21 +77,20 @@ struct iw_cm_id {
 	size_t in_len;
 	uint8_t out[CM_FRAME_MAX];
 	size_t out_len, out_off;
-	uint32_t trace_conn;
 
 	struct iw_transport *transport;
-
-	/* IW_TRANSPORT_RAW (ctx->raw): our TCP connection instead of a socket;
-	 * the device's pass calls cm_watch_cb through ruser. */
-	struct iwn_tcp_conn *rconn;
-	struct iw_rawdev_user ruser;
-	bool ruser_on;
-	uint16_t rport; /* listener: the port on our address */
+	struct cm_event *spare[CM_EVENTS_PER_ID]; /* not queued yet */
+	int n_spare;
 };
 
+/* Give id its events up front. 0 or -ENOMEM. */
+int cm_events_reserve(struct iw_cm_id *id);
+/* Free the events id did not use. */
+void cm_events_release(struct iw_cm_id *id);
 /* Queue an event for id on its channel (private data copied; the
- * CONNECT_REQUEST / ESTABLISHED fields come from id). 0 or -ENOMEM. */
-int cm_queue(struct iw_cm_id *id, enum iw_cm_event_type type, int status, const void *pdata, uint16_t pd_len);
+ * CONNECT_REQUEST / ESTABLISHED fields come from id), from the id's
+ * reserve: an id produces at most CM_EVENTS_PER_ID events. */
+void cm_queue(struct iw_cm_id *id, enum iw_cm_event_type type, int status, const void *pdata, uint16_t pd_len);
 /* Drop queued (not yet fetched) events that name id. */
 void cm_purge_events(struct iw_cm_channel *ch, const struct iw_cm_id *id);
 

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "raw/rawdev.h"
+#include "transport/raw/raw_transport.h"
 
 #define MAX_EVENTS 64
 #define DEFERRED_ROUNDS 64 /* bound one progress call's deferred passes */
@@ -503,10 +503,14 @@ int iw_context_create(const struct iw_context_attr *attr, struct iw_context **ou
 			goto fail;
 	}
 
-	if (a.transport == IW_TRANSPORT_RAW && (rc = ctx_raw_open(ctx, &a)) < 0) {
-		if (ctx->trace)
-			iw_trace_close(ctx);
-		goto fail;
+	ctx->conn_factory = &iw_tcp_conn_factory;
+	if (a.transport == IW_TRANSPORT_RAW) {
+		if ((rc = ctx_raw_open(ctx, &a)) < 0) {
+			if (ctx->trace)
+				iw_trace_close(ctx);
+			goto fail;
+		}
+		ctx->conn_factory = &iw_raw_conn_factory;
 	}
 
 	if (a.flags & IW_CTX_PROGRESS_THREAD) {
@@ -545,7 +549,7 @@ int iw_context_destroy(struct iw_context *ctx)
 		iw_ctx_lock(ctx);
 		ctx->thread_on = false;
 	}
-	iw_cm_lingers_free(ctx);
+	iw_tcp_lingers_free(ctx);
 	iw_rawdev_close(ctx->raw); /* connections still closing are reset */
 	ctx->raw = NULL;
 	if (ctx->trace)

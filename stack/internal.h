@@ -4,8 +4,13 @@
  *   cq.c         completion queues and channels
  *   srq.c        shared receive queues
  *   qp.c         queue pairs: verbs WRs <-> the RDMAP engine, completions
- *   transport.h  what a transport implements (tcp_transport.c: kernel TCP)
+ *   transport/   what a transport implements (transport.h) and the three
+ *                transports: tcp/ (kernel sockets), raw/ (our TCP, net/,
+ *                over AF_PACKET), pipe/ (in memory, for tests)
+ *   qp_mem.c     page-backed storage of a QP's per-WR arrays
  *   cm.c         connection manager: listen/connect, MPA handshake
+ *   cm_event.c   CM channels and their event queues
+ *   errstr.c     error strings
  *   trace.c      pcap tracing of live connections
  * Locking: one mutex per context guards every object of that context.
  * Public entry points take it; callbacks from the progress loop run with
@@ -78,7 +83,7 @@ struct iw_context {
 	/* QPs with deferred work (completions to flush into CQs, kicks). */
 	struct iw_qp *deferred;
 	struct iw_qp *qps; /* every QP of the context (qp->ctx_next) */
-	struct iw_cm_linger *lingers; /* rejected sockets waiting to close (cm.c) */
+	struct iw_cm_linger *lingers; /* rejected sockets waiting to close (transport/tcp/tcp_conn.c) */
 
 	/* --- verbs additions --- */
 	uint32_t n_srq;
@@ -102,8 +107,11 @@ struct iw_context {
 	uint64_t cq_pushes;  /* completions queued into any CQ, ever */
 	unsigned n_blocked;  /* threads inside epoll_wait with the lock dropped */
 	bool no_wait_once;   /* the next progress call returns without waiting */
-	/* IW_TRANSPORT_RAW: the raw device every connection uses (stack/raw). */
+	/* IW_TRANSPORT_RAW: the raw device every connection uses (stack/transport/raw). */
 	struct iw_rawdev *raw;
+	/* Where the CM's connections come from (kernel sockets, the raw
+	 * device, or a test's pipe network). */
+	struct iw_conn_factory *conn_factory;
 	struct iw_peek *peeks;  /* in-memory sources checked before epoll_wait */
 	uint32_t peek_skips;    /* epoll_wait calls skipped in a row */
 };
@@ -372,71 +380,13 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 /* The transport lost the stream (peer FIN, RST, error). err 0: graceful.
  * The QP goes to ERROR/CLOSED and flushes everything outstanding. */
 void iw_qp_transport_closed(struct iw_qp *qp, int err);
-/* Close every socket still lingering after a reject (context teardown). */
-void iw_cm_lingers_free(struct iw_context *ctx);
 /* The QP is being destroyed: an id still in its handshake forgets it
  * (the connection then fails with -ECANCELED). */
 void iw_cm_qp_gone(struct iw_qp *qp);
 /* The CM disconnects: graceful close after pending sends, then flush. */
 void iw_qp_disconnect(struct iw_qp *qp);
 
-/* ------------------------------------------------------------------ */
-/* Transports                                                          */
-
-struct iw_transport_ops {
-	/* The QP's engine may have FPDUs to send: write when possible. */
-	void (*kick)(struct iw_transport *t);
-	/* Close: graceful (FIN after queued bytes) or abortive (RST). */
-	void (*shutdown)(struct iw_transport *t, bool abortive);
-	void (*destroy)(struct iw_transport *t);
-	/* kick may run in the poster's thread from iw_post_send. False for
-	 * the pipe transport: it pumps both ends in one call, so an inline
-	 * kick would run the peer's receive path inside the post. */
-	bool kick_from_post;
-};
-
-struct iw_transport {
-	const struct iw_transport_ops *ops;
-	struct iw_qp *qp;
-};
-/* Ownership (verbs side): from iw_qp_connect_start on the QP holds the
- * transport. The QP calls shutdown at most once (graceful after its own
- * Terminate went out or after a disconnect drained, abortive after a
- * received Terminate, on a linger timeout or at destroy), except that the
- * graceful close after its Terminate is made abortive when the Terminate
- * bound (IW_QP_LINGER_MS) passes first; destroy once,
- * from iw_destroy_qp. Transport ops are only called from deferred work or
- * public calls, never from inside an engine callback, and
- * iw_qp_transport_closed only records state and defers: a transport may
- * call it from its own I/O loop. */
-
-/* Kernel TCP transport (transport_tcp.c), created by the CM once the MPA
- * exchange succeeded. */
-struct iw_tcp_cfg {
-	int fd;             /* connected, non-blocking; owned by the transport from create on */
-	bool tx_gate;       /* responder: send nothing before the initiator's first FPDU */
-	bool send_rtr;      /* initiator, p2p: a zero-length RDMA WRITE goes first (RFC 6581 RTR) */
-	uint32_t tx_delay_ms; /* initiator: send nothing for this long (siw responder race) */
-	uint32_t trace_conn; /* iw_trace_conn_open handle, 0: not traced */
-	struct iw_cm_id *cm_id; /* told when the stream ends (iw_cm_conn_closed) */
-};
-/* NULL on allocation failure (cfg->fd is then still the caller's). */
-struct iw_transport *iw_tcp_transport_create(struct iw_context *ctx, struct iw_qp *qp,
-					     const struct iw_tcp_cfg *cfg);
-/* After iw_qp_connect_start: the engine is ready, start I/O. */
-int iw_tcp_transport_start(struct iw_transport *t);
-/* The CM id goes away: stop telling it anything. */
-void iw_tcp_transport_detach_cm(struct iw_transport *t);
-/* MULPDU for a connected socket: the TCP MSS rounded down to 8 (like siw)
- * through iw_mpa_mulpdu, unless max_ulpdu (nonzero, from iw_conn_param)
- * asks for a specific size. */
-uint32_t iw_tcp_mulpdu(int fd, bool markers_tx, uint32_t max_ulpdu);
-
-/* Connection manager hooks for the transport (cm.c). */
-/* The connection ended: peer FIN (err 0), RST or error (-errno). */
-void iw_cm_conn_closed(struct iw_cm_id *id, int err);
-/* The transport is being destroyed: forget it. */
-void iw_cm_transport_gone(struct iw_cm_id *id);
+#include "transport/transport.h"
 
 /* ------------------------------------------------------------------ */
 /* Tracing                                                             */

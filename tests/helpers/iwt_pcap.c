@@ -2,7 +2,7 @@
 #include "iwt_pcap.h"
 
 #include "common/iw_bytes.h"
-#include "stack/net/cksum.h"
+#include "net/cksum.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -18,7 +18,7 @@
 #   --only       run only these cases (cases named known-* are known
 #                failures and run only when named here)
 #   --env        environment for the host-side programs (e.g. the test-only
-#                IWARP_TEST_MPA_REPLY_REV=1)
+#                preload shim mpa_reply_rev.c with IWARP_TEST_MPA_REPLY_REV=1)
 #   --expect-fail  invert: exit 0 only if every selected case FAILS
 #
 # Directions: h2g = our client on the host against a server in the guest

@@ -1,4 +1,4 @@
-/* A deterministic two-host network for the stack/net tests: two
+/* A deterministic two-host network for the net/ tests: two
  * struct iwn_net joined by a simulated link with seeded loss,
  * duplication, reordering and delay, driven in virtual time. */
 #ifndef NETSIM_H
@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "stack/net/net.h"
+#include "net/net.h"
 
 #define NETSIM_MAX_FRAMES 4096
 #define NETSIM_FRAME_MAX 9018

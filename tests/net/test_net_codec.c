@@ -1,4 +1,4 @@
-/* Codecs of stack/net against hand-computed bytes: the Internet checksum,
+/* Codecs of net/ against hand-computed bytes: the Internet checksum,
  * Ethernet II, ARP, IPv4, ICMP echo, TCP header/options/checksum. */
 #include <check.h>
 #include <errno.h>
@@ -6,11 +6,11 @@
 
 #include "iwt_check.h"
 #include "iwt_common.h"
-#include "stack/net/arp.h"
-#include "stack/net/cksum.h"
-#include "stack/net/eth.h"
-#include "stack/net/ipv4.h"
-#include "stack/net/tcp_seg.h"
+#include "net/arp.h"
+#include "net/cksum.h"
+#include "net/eth.h"
+#include "net/ipv4.h"
+#include "net/tcp_seg.h"
 
 START_TEST(test_cksum_rfc1071)
 {

@@ -6,10 +6,10 @@
 
 #include "iwt_check.h"
 #include "iwt_common.h"
-#include "stack/net/cksum.h"
-#include "stack/net/ipv4.h"
-#include "stack/net/net.h"
-#include "stack/net/tcp_seg.h"
+#include "net/cksum.h"
+#include "net/ipv4.h"
+#include "net/net.h"
+#include "net/tcp_seg.h"
 
 #define OUR_IP 0x0a000002u
 #define PEER_IP 0x0a000001u

@@ -8,13 +8,13 @@
 
 #include "iwt_check.h"
 #include "iwt_common.h"
-#include "stack/net/arp.h"
-#include "stack/net/tcp_cc.h"
-#include "stack/net/tcp_isn.h"
-#include "stack/net/tcp_rcvbuf.h"
-#include "stack/net/tcp_rtt.h"
-#include "stack/net/tcp_sack.h"
-#include "stack/net/tcp_sndbuf.h"
+#include "net/arp.h"
+#include "net/tcp_cc.h"
+#include "net/tcp_isn.h"
+#include "net/tcp_rcvbuf.h"
+#include "net/tcp_rtt.h"
+#include "net/tcp_sack.h"
+#include "net/tcp_sndbuf.h"
 
 START_TEST(test_siphash_vectors)
 {

@@ -12,7 +12,7 @@
 #include "iwt_check.h"
 #include "iwt_common.h"
 #include "netsim.h"
-#include "stack/net/tcp_seg.h"
+#include "net/tcp_seg.h"
 
 #define PORT 4791
 #define VTIME_LIMIT (6ULL * 3600 * 1000000) /* virtual */

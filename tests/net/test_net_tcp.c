@@ -8,8 +8,8 @@
 
 #include "iwt_check.h"
 #include "netsim.h"
-#include "stack/net/ipv4.h"
-#include "stack/net/tcp_seg.h"
+#include "net/ipv4.h"
+#include "net/tcp_seg.h"
 
 #define PORT 7000
 #define MS 1000ULL

@@ -7,7 +7,7 @@
 #include "cap_frame.h"
 #include "iw_bytes.h"
 #include "pcw.h"
-#include "stack/net/cksum.h"
+#include "net/cksum.h"
 #include "pcw_int.h"
 
 /* The parsing is tools/capture's (iwdump reads frames the same way). */

@@ -1,4 +1,4 @@
-/* stack/pktio.c on a veth pair (run-in-netns sets it up): the raw side
+/* stack/transport/raw/pktio.c on a veth pair (run-in-netns sets it up): the raw side
  * talks to the namespace's kernel with hand-built ARP and ICMP frames, in
  * both receive-ring modes; the BPF filter admits only our address; no
  * CAP_NET_RAW gives -EPERM with an explanation. */
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "iwt_check.h"
-#include "stack/pktio.h"
+#include "stack/transport/raw/pktio.h"
 
 #define OUR_IP 0x0a4d0001u   /* 10.77.0.1, nobody's on this host */
 #define PEER_IP 0x0a4d0002u  /* 10.77.0.2, the kernel on pk1 */

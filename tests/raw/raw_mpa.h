@@ -9,7 +9,7 @@
 #define IW_RAW_MPA_H
 
 #include "mpa/mpa_negotiate.h"
-#include "stack/raw/raw_transport.h"
+#include "stack/transport/raw/raw_transport.h"
 
 enum iw_raw_mpa_state {
 	IW_RAW_MPA_RUNNING = 0,

@@ -1,4 +1,4 @@
-/* Test tool: our TCP/IPv4 (stack/net) over a raw device (stack/raw),
+/* Test tool: our TCP/IPv4 (net/) over a raw device (stack/transport/raw),
  * driven by a context's progress loop, against any TCP peer. Full duplex:
  * sends --bytes of pattern --tx-seed (plain stream, or --record N: MPA-
  * style records of N bytes, each ending on a segment boundary), closes,
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "pattern.h"
-#include "stack/raw/rawdev.h"
+#include "stack/transport/raw/rawdev.h"
 
 struct app {
 	struct iw_rawdev_user u; /* first: the callback's pointer is the app */

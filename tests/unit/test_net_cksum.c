@@ -8,7 +8,7 @@
 
 #include "iwt_check.h"
 #include "iwt_common.h"
-#include "stack/net/cksum.h"
+#include "net/cksum.h"
 
 /* The definition, written plainly. */
 static uint32_t ref_add(uint32_t sum, const uint8_t *p, size_t len)

@@ -11,7 +11,7 @@
 
 #include "iwt_check.h"
 #include "iwt_common.h"
-#include "stack/net/tcp_sndbuf.h"
+#include "net/tcp_sndbuf.h"
 
 #define CAP 10000
 

@@ -19,7 +19,7 @@
 #include "iwt_check.h"
 #include "iwt_common.h"
 #include "stack/internal.h"
-#include "stack/pipe_transport.h"
+#include "stack/transport/pipe/pipe_transport.h"
 #include "stack/qp_mem.h"
 
 #if defined(__has_feature)

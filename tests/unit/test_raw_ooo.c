@@ -10,7 +10,7 @@
 #include "iwt_common.h"
 #include "mpa/crc32c.h"
 #include "rdmap/rdmap_wire.h"
-#include "stack/raw/raw_transport.h"
+#include "stack/transport/raw/raw_transport.h"
 
 #define STAG 0x1234u
 #define REGION 4096

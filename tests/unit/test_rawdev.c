@@ -15,7 +15,7 @@
 #include "iwt_check.h"
 #include "iwt_common.h"
 #include "stack/internal.h"
-#include "stack/raw/rawdev.h"
+#include "stack/transport/raw/rawdev.h"
 
 START_TEST(rearm_rule)
 {

@@ -1,5 +1,5 @@
 /* The raw transport: a QP's FPDUs over one of our own TCP connections
- * (stack/net) on a raw device (rawdev.h), MPA-aware (RFC 5044 sec. 8).
+ * (net/) on a raw device (rawdev.h), MPA-aware (RFC 5044 sec. 8).
  *
  * Transmit: each FPDU is pulled from the engine alone and queued as one
  * TCP record (iwn_tcp_send_record), so every segment starts and ends on
@@ -21,6 +21,7 @@
 #define IW_RAW_TRANSPORT_H
 
 #include "rawdev.h"
+#include "stack/transport/stream.h"
 
 struct iw_raw_tcfg {
 	struct iw_rawdev *dev;
@@ -51,12 +52,15 @@ void iw_raw_ooo_place(struct iw_rdmap_conn *rc, const uint8_t *p, uint32_t len, 
 /* NULL on allocation failure (the connection is then still the caller's). */
 struct iw_transport *iw_raw_transport_create(struct iw_context *ctx, struct iw_qp *qp,
 					     const struct iw_raw_tcfg *cfg);
-/* After iw_qp_connect_start: the engine is ready, start I/O. */
+/* After iw_qp_connect_start: the engine is ready, start I/O (also
+ * ops->start). */
 int iw_raw_transport_start(struct iw_transport *t);
-void iw_raw_transport_detach_cm(struct iw_transport *t);
-/* Before start only: the connection goes back to the caller. */
+/* Before start only: the connection goes back to the caller (tools and
+ * tests that run the MPA exchange themselves). */
 void iw_raw_transport_forget_conn(struct iw_transport *t);
 void iw_raw_transport_get_stats(struct iw_transport *t, struct iw_raw_stats *st);
+/* Connections over the context's raw device (raw_conn.c). */
+extern struct iw_conn_factory iw_raw_conn_factory;
 /* MULPDU so that one FPDU fills at most one segment of c. */
 uint32_t iw_raw_mulpdu(const struct iwn_tcp_conn *c, bool markers_tx, uint32_t max_ulpdu);
 

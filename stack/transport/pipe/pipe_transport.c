@@ -1,6 +1,7 @@
 /* In-process transport between two QPs of one context: see
  * pipe_transport.h. */
 #include "pipe_transport.h"
+#include "byte_ring.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -9,10 +10,6 @@
 #define PULL_IOV 512 /* one FPDU with markers needs up to ~300 */
 #define RX_IOV 64
 
-struct ring {
-	uint8_t *buf;
-	size_t size, head, used;
-};
 
 struct pipe;
 
@@ -26,7 +23,7 @@ struct pipe_end {
 
 struct pipe {
 	struct pipe_end end[2];
-	struct ring ring[2]; /* ring[i]: bytes from end i to end 1 - i */
+	struct iw_ring ring[2]; /* ring[i]: bytes from end i to end 1 - i */
 	size_t cap;          /* pull while a ring holds less than this */
 	size_t max_chunk;
 	bool zerocopy;
@@ -38,35 +35,13 @@ static struct pipe_end *end_of(struct iw_transport *t)
 	return (struct pipe_end *)t; /* t is the first member */
 }
 
-static void ring_put(struct ring *r, const void *src, size_t n)
-{
-	size_t tail = (r->head + r->used) % r->size;
-	size_t first = n < r->size - tail ? n : r->size - tail;
-	memcpy(r->buf + tail, src, first);
-	memcpy(r->buf, (const uint8_t *)src + first, n - first);
-	r->used += n;
-}
-
-static void ring_take(struct ring *r, size_t n)
-{
-	r->head = (r->head + n) % r->size;
-	r->used -= n;
-	if (!r->used)
-		r->head = 0;
-}
-
-static void ring_drop(struct ring *r)
-{
-	r->head = r->used = 0;
-}
-
 static bool end_open(const struct pipe_end *e)
 {
 	return e->t.qp && !e->shut && !e->destroyed;
 }
 
 /* Pull from src's engine into the ring while it has room. */
-static bool pull(struct pipe *p, struct pipe_end *src, struct ring *r)
+static bool pull(struct pipe *p, struct pipe_end *src, struct iw_ring *r)
 {
 	struct iw_qp *qp = src->t.qp;
 	struct iovec iov[PULL_IOV];
@@ -78,7 +53,7 @@ static bool pull(struct pipe *p, struct pipe_end *src, struct ring *r)
 		if (n <= 0)
 			return false;
 		for (int i = 0; i < n; i++)
-			ring_put(r, iov[i].iov_base, iov[i].iov_len);
+			iw_ring_put(r, iov[i].iov_base, iov[i].iov_len);
 		qp->stats.bytes_tx += bytes;
 		qp->stats.tx_syscalls++;
 		iw_rdmap_tx_ack(&qp->conn, bytes); /* may complete WRs */
@@ -87,30 +62,30 @@ static bool pull(struct pipe *p, struct pipe_end *src, struct ring *r)
 	return moved;
 }
 
-static size_t chunk_len(const struct pipe *p, const struct ring *r)
+static size_t chunk_len(const struct pipe *p, const struct iw_ring *r)
 {
-	size_t n = r->size - r->head < r->used ? r->size - r->head : r->used;
+	size_t n = iw_ring_chunk(r);
 	if (p->max_chunk && n > p->max_chunk)
 		n = p->max_chunk;
 	return n;
 }
 
 /* Copy-mode delivery. */
-static void feed(struct pipe *p, struct iw_qp *qp, struct ring *r)
+static void feed(struct pipe *p, struct iw_qp *qp, struct iw_ring *r)
 {
 	while (r->used && qp->conn.state == IW_RDMAP_ST_RTS) {
 		size_t len = chunk_len(p, r);
 		size_t k = iw_rdmap_rx_feed(&qp->conn, r->buf + r->head, len);
 		qp->stats.bytes_rx += k;
 		qp->stats.rx_syscalls++;
-		ring_take(r, k);
+		iw_ring_take(r, k);
 		if (k < len)
 			break;
 	}
 }
 
 /* Zero-copy delivery: the engine says where the bytes go, like readv. */
-static void feed_zerocopy(struct pipe *p, struct iw_qp *qp, struct ring *r)
+static void feed_zerocopy(struct pipe *p, struct iw_qp *qp, struct iw_ring *r)
 {
 	struct iovec iov[RX_IOV];
 
@@ -127,7 +102,7 @@ static void feed_zerocopy(struct pipe *p, struct iw_qp *qp, struct ring *r)
 				if (c > m - done)
 					c = m - done;
 				memcpy((uint8_t *)iov[i].iov_base + done, r->buf + r->head, c);
-				ring_take(r, c);
+				iw_ring_take(r, c);
 				done += c;
 			}
 			got += m;
@@ -142,7 +117,7 @@ static void feed_zerocopy(struct pipe *p, struct iw_qp *qp, struct ring *r)
 static bool move(struct pipe *p, int i)
 {
 	struct pipe_end *src = &p->end[i], *dst = &p->end[1 - i];
-	struct ring *r = &p->ring[i];
+	struct iw_ring *r = &p->ring[i];
 	bool moved = false;
 
 	if (end_open(src))
@@ -157,7 +132,7 @@ static bool move(struct pipe *p, int i)
 		}
 		/* A stopped or closed receiver reads no more: the rest is lost. */
 		if (r->used && (!end_open(dst) || dst->t.qp->conn.state != IW_RDMAP_ST_RTS))
-			ring_drop(r);
+			iw_ring_drop(r);
 		moved = true;
 	}
 	if (!end_open(src) && !r->used && end_open(dst) && !dst->closed_seen) {
@@ -212,8 +187,8 @@ static void pipe_shutdown(struct iw_transport *t, bool abortive)
 	e->shut = true;
 	e->rst = abortive;
 	if (abortive) {
-		ring_drop(&p->ring[e->side]);
-		ring_drop(&p->ring[1 - e->side]);
+		iw_ring_drop(&p->ring[e->side]);
+		iw_ring_drop(&p->ring[1 - e->side]);
 	}
 	pump(p);
 }
@@ -232,8 +207,8 @@ static void pipe_destroy(struct iw_transport *t)
 	if (!e->shut) {
 		e->shut = true;
 		e->rst = true; /* like close() with unread data: a reset */
-		ring_drop(&p->ring[e->side]);
-		ring_drop(&p->ring[1 - e->side]);
+		iw_ring_drop(&p->ring[e->side]);
+		iw_ring_drop(&p->ring[1 - e->side]);
 	}
 	e->destroyed = true;
 	e->t.qp = NULL;

@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "internal.h"
+#include "stack/internal.h"
 
 #define IW_PIPE_BUF_DEFAULT (256u * 1024u)
 

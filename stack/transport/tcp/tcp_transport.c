@@ -19,22 +19,10 @@
  *   - with markers towards us the deframer prepares at most one marker
  *     interval per list, so that direction always uses copy mode.
  *
- * Responder lock-step (RFC 5044, siw): after the MPA Reply nothing may be
- * sent before the initiator's first FPDU arrived: a tx gate that opens on
- * the first received byte. The initiator's gate opens after a short delay
- * (iw_conn_param.first_fpdu_delay_ms): a Linux siw responder can miss
- * FPDUs that arrive before its QP reached RTS. Peer-to-peer initiators send the RFC 6581
- * zero-length RDMA WRITE RTR first; it is built here in the engine's MPA
- * stream (so markers and the peer's deframer stay in step) and is neither
- * a work request nor counted by the engine.
- *
- * Re-entrancy: engine events run QP code that may kick, shut down or even
- * destroy this transport; such calls made while the transport is inside
- * one of its own steps are recorded and run when the step unwinds
- * (tp_guard.h, shared with the raw transport). */
-#include "internal.h"
-#include "qp_mem.h"
-#include "tp_guard.h"
+ * States, shutdown, the responder's gate, the initiator's delay, the RTR
+ * and re-entrancy: the FPDU-stream core (stream.h). */
+#include "tcp_transport.h"
+#include "stack/qp_mem.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -48,9 +36,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "../ddp/ddp_wire.h"
-#include "../mpa/mpa_tx.h"
-#include "../rdmap/rdmap_wire.h"
 
 /* Backlog iovecs: room for one worst-case FPDU (every SGE split by
  * markers) plus a batch of small ones; was IOV_MAX, 16 KiB per QP. */
@@ -62,27 +47,13 @@
 #define TP_BIG_FPDU 8192          /* ULPDU size from which direct reads pay off */
 #define TP_RX_PREP 64             /* iovecs one prepare may fill */
 #define TP_RX_STEPS 64            /* readv calls per wakeup (fairness between QPs) */
-#define TP_CLOSE_TIMEOUT_MS 5000  /* graceful close: wait this long for the peer's FIN */
-
-enum tp_state { TP_INIT, TP_OPEN, TP_DRAINING, TP_WR_SHUT, TP_CLOSED };
 
 struct tcp_transport {
-	struct iw_transport base;
-	struct iw_context *ctx;
+	struct iw_stream s; /* first */
 	struct iw_watch watch;
-	struct iw_timer timer;
-	struct iw_timer delay_timer; /* initiator: first-FPDU delay */
-	uint32_t tx_delay_ms;
-	enum tp_state state;
 	bool watching;
-	bool gated;
-	bool send_rtr;
 	size_t rtr_left; /* RTR bytes at the front of the backlog */
 	uint32_t trace_conn;
-	struct iw_cm_id *cm_id;
-
-	/* Calls made from inside our own steps, run when they unwind. */
-	struct iw_tp_guard guard;
 
 	/* Backlog: pulled, not yet taken by the kernel. TP_IOV_MAX entries
 	 * in page-backed storage (qp_mem.h): kept at the front, so an idle
@@ -90,15 +61,11 @@ struct tcp_transport {
 	struct iovec *iov;
 	int iov_head, iov_cnt;
 	size_t tx_pending;
-
-	struct iw_mpa_tx_frame rtr_fpdu;
-	uint8_t rtr_markers[2][IW_MPA_MARKER_LEN]; /* 20 bytes cross at most one marker position */
-	uint8_t rtr_hdr[IW_DDP_UNTAGGED_HDR_LEN];
 };
 
-static struct tcp_transport *tp_of(struct iw_transport *t)
+static struct tcp_transport *tp_of(struct iw_stream *s)
 {
-	return (struct tcp_transport *)((char *)t - offsetof(struct tcp_transport, base));
+	return (struct tcp_transport *)s; /* s is the first member */
 }
 
 static int tp_fd(const struct tcp_transport *t)
@@ -108,45 +75,45 @@ static int tp_fd(const struct tcp_transport *t)
 
 static struct iw_rdmap_conn *tp_conn(struct tcp_transport *t)
 {
-	return &t->base.qp->conn;
+	return iw_stream_conn(&t->s);
 }
 
+static void tp_fail(struct tcp_transport *t, int err)
+{
+	iw_stream_finish(&t->s, err, true, true);
+}
+
+/* Watch for ev; a watch that cannot follow would stall the stream: fail it. */
 static void tp_set_events(struct tcp_transport *t, uint32_t ev)
 {
-	if (t->watching && t->watch.events != ev)
-		iw_ctx_watch_mod(t->ctx, &t->watch, ev);
+	int rc;
+
+	if (t->watching && t->watch.events != ev && (rc = iw_ctx_watch_mod(t->s.ctx, &t->watch, ev)) < 0)
+		tp_fail(t, rc);
 }
 
-/* The stream is over: close the socket and tell the QP (unless it asked
- * for this itself) and the CM. */
-static void tp_finish(struct tcp_transport *t, int err, bool notify_qp, bool abortive)
+/* The stream is over: close the socket. */
+static void tp_close(struct iw_stream *s, int err, bool abortive)
 {
+	struct tcp_transport *t = tp_of(s);
 	int fd = tp_fd(t);
 
-	if (t->state == TP_CLOSED)
-		return;
-	t->state = TP_CLOSED;
-	iw_ctx_timer_cancel(t->ctx, &t->timer);
-	iw_ctx_timer_cancel(t->ctx, &t->delay_timer);
 	if (t->watching)
-		iw_ctx_watch_del(t->ctx, &t->watch);
+		iw_ctx_watch_del(s->ctx, &t->watch);
 	t->watching = false;
 	if (abortive) {
 		struct linger l = { .l_onoff = 1, .l_linger = 0 };
-		setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+		/* Failing, close still ends the stream (with a FIN). */
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 	}
 	close(fd);
 	t->watch.fd = -1;
-	iw_trace_conn_close(t->ctx, t->trace_conn, abortive || err != 0);
+	iw_trace_conn_close(s->ctx, t->trace_conn, abortive || err != 0);
 	t->trace_conn = 0;
 	t->iov_cnt = 0;
 	t->iov_head = 0;
 	t->tx_pending = 0;
 	t->rtr_left = 0;
-	if (notify_qp && t->base.qp)
-		iw_qp_transport_closed(t->base.qp, err);
-	if (t->cm_id)
-		iw_cm_conn_closed(t->cm_id, err);
 }
 
 /* n bytes of the backlog went out. */
@@ -195,15 +162,13 @@ static void tp_pull(struct tcp_transport *t)
 	}
 }
 
-static void tp_tx(struct tcp_transport *t)
+static void tp_tx(struct iw_stream *s)
 {
-	struct iw_rdmap_conn *c;
+	struct tcp_transport *t = tp_of(s);
+	struct iw_rdmap_conn *c = tp_conn(t);
 	int fd = tp_fd(t);
 
-	if (t->state != TP_OPEN && t->state != TP_DRAINING)
-		return;
-	c = tp_conn(t);
-	while (!t->gated) {
+	while (!s->gated) {
 		/* Engine bytes held but the engine holds none in flight: it was
 		 * flushed, the memory behind them is no longer ours to send. */
 		if (t->tx_pending > t->rtr_left && c->tx_count == 0) {
@@ -218,24 +183,24 @@ static void tp_tx(struct tcp_transport *t)
 		struct msghdr mh = { .msg_iov = t->iov + t->iov_head, .msg_iovlen = (size_t)t->iov_cnt };
 		size_t offered = t->tx_pending;
 		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		t->base.qp->stats.tx_syscalls++;
+		s->base.qp->stats.tx_syscalls++;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				break;
-			tp_finish(t, -errno, true, true);
+			tp_fail(t, -errno);
 			return;
 		}
-		t->base.qp->stats.bytes_tx += (uint64_t)n;
+		s->base.qp->stats.bytes_tx += (uint64_t)n;
 		if (t->trace_conn) /* 0: not traced; skip the call per send */
-			iw_trace_data(t->ctx, t->trace_conn, true, t->iov + t->iov_head, t->iov_cnt, (size_t)n);
+			iw_trace_data(s->ctx, t->trace_conn, true, t->iov + t->iov_head, t->iov_cnt, (size_t)n);
 		tp_consume(t, (size_t)n);
 		size_t rtr = (size_t)n < t->rtr_left ? (size_t)n : t->rtr_left;
 		t->rtr_left -= rtr;
 		if ((size_t)n > rtr)
 			iw_rdmap_tx_ack(c, (size_t)n - rtr); /* may complete WRs */
-		if (t->state == TP_CLOSED)
+		if (iw_stream_closed(s))
 			return;
 		if ((size_t)n < offered)
 			break; /* socket buffer full */
@@ -243,17 +208,25 @@ static void tp_tx(struct tcp_transport *t)
 			break; /* all sent and nothing to pull: skip an empty pull */
 	}
 	tp_set_events(t, EPOLLIN | (t->tx_pending ? EPOLLOUT : 0u));
-	/* Graceful close: FIN once everything queued went out (or nothing
-	 * ever can, while the gate is shut). */
-	if (t->state == TP_DRAINING && (t->gated || (t->tx_pending == 0 && !iw_rdmap_tx_pending(c)))) {
-		shutdown(fd, SHUT_WR);
-		t->state = TP_WR_SHUT;
-		tp_set_events(t, EPOLLIN);
-	}
 }
 
-static void tp_rx(struct tcp_transport *t)
+static bool tp_tx_idle(struct iw_stream *s)
 {
+	return tp_of(s)->tx_pending == 0;
+}
+
+static void tp_shut_wr(struct iw_stream *s)
+{
+	struct tcp_transport *t = tp_of(s);
+
+	/* Failing (the peer is gone), the close timer ends the stream. */
+	(void)shutdown(tp_fd(t), SHUT_WR);
+	tp_set_events(t, EPOLLIN);
+}
+
+static void tp_rx(struct iw_stream *s)
+{
+	struct tcp_transport *t = tp_of(s);
 	struct iw_rdmap_conn *c = tp_conn(t);
 	int fd = tp_fd(t);
 
@@ -262,7 +235,7 @@ static void tp_rx(struct tcp_transport *t)
 		int n = 0;
 		size_t prep = 0;
 
-		if (t->state == TP_INIT || t->state == TP_CLOSED)
+		if (s->state == IW_STREAM_INIT || iw_stream_closed(s))
 			return;
 		/* Between FPDUs after a small one the whole next FPDU is likely
 		 * in the socket: read it all into the stage, where the
@@ -274,174 +247,87 @@ static void tp_rx(struct tcp_transport *t)
 		/* n == 0: copy mode, or the stream stopped (then the bytes are
 		 * read and dropped so the peer's FIN is still seen). */
 		size_t tail = (n > 0 && c->rx.ulpdu_len >= TP_BIG_FPDU) ? TP_SMALL_TAIL : TP_STAGE;
-		v[n].iov_base = t->ctx->tcp_rx_stage;
+		v[n].iov_base = s->ctx->tcp_rx_stage;
 		v[n].iov_len = tail;
 
 		ssize_t r = readv(fd, v, n + 1);
-		t->base.qp->stats.rx_syscalls++;
+		s->base.qp->stats.rx_syscalls++;
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return;
-			tp_finish(t, -errno, true, true);
+			tp_fail(t, -errno);
 			return;
 		}
 		if (r == 0) {
-			tp_finish(t, 0, true, false); /* peer FIN: answer with ours */
+			iw_stream_finish(s, 0, true, false); /* peer FIN: answer with ours */
 			return;
 		}
-		t->base.qp->stats.bytes_rx += (uint64_t)r;
+		s->base.qp->stats.bytes_rx += (uint64_t)r;
 		if (t->trace_conn)
-			iw_trace_data(t->ctx, t->trace_conn, false, v, n + 1, (size_t)r);
-		if (t->gated) {
-			t->gated = false; /* the initiator is in FPDU mode: we may talk */
-			t->guard.kick_req = true;
-		}
+			iw_trace_data(s->ctx, t->trace_conn, false, v, n + 1, (size_t)r);
+		iw_stream_rx_seen(s);
 		size_t direct = (size_t)r < prep ? (size_t)r : prep;
 		if (direct)
 			iw_rdmap_rx_commit(c, direct);
-		if (t->state == TP_CLOSED)
+		if (iw_stream_closed(s))
 			return;
 		if ((size_t)r > direct)
-			(void)iw_rdmap_rx_feed(c, t->ctx->tcp_rx_stage, (size_t)r - direct); /* a stopped stream drops the rest */
-		if (t->state == TP_CLOSED)
+			(void)iw_rdmap_rx_feed(c, s->ctx->tcp_rx_stage, (size_t)r - direct); /* a stopped stream drops the rest */
+		if (iw_stream_closed(s))
 			return;
 		if ((size_t)r < prep + tail)
 			return; /* drained for now */
 	}
 }
 
-static void tp_do_shutdown(struct tcp_transport *t, bool abortive)
+static void tp_free(struct iw_stream *s)
 {
-	if (t->state == TP_CLOSED)
-		return;
-	if (abortive || t->state == TP_INIT) {
-		tp_finish(t, 0, false, true);
-		return;
-	}
-	if (t->state != TP_OPEN)
-		return;
-	t->state = TP_DRAINING;
-	iw_ctx_timer_arm(t->ctx, &t->timer, TP_CLOSE_TIMEOUT_MS);
-	tp_tx(t);
-}
+	struct tcp_transport *t = tp_of(s);
 
-static void tp_free(struct tcp_transport *t)
-{
-	/* The QP is going away: do not call it back. */
-	if (t->state != TP_CLOSED)
-		tp_finish(t, 0, false, true);
-	if (t->cm_id)
-		iw_cm_transport_gone(t->cm_id);
 	iw_pages_free(t->iov, TP_IOV_MAX * sizeof(*t->iov));
 	free(t);
 }
 
-static void tp_guard_tx(void *t)
+/* The RTR goes first in the backlog. */
+static int tp_queue_rtr(struct iw_stream *s, const struct iovec *iov, int n, size_t len)
 {
-	tp_tx(t);
+	struct tcp_transport *t = tp_of(s);
+
+	memcpy(t->iov, iov, (size_t)n * sizeof(*iov));
+	t->iov_head = 0;
+	t->iov_cnt = n;
+	t->tx_pending = len;
+	t->rtr_left = len;
+	return 0;
 }
 
-static void tp_guard_shutdown(void *t, bool abortive)
+static int tp_open(struct iw_stream *s)
 {
-	tp_do_shutdown(t, abortive);
+	struct tcp_transport *t = tp_of(s);
+	int rc = iw_ctx_watch_add(s->ctx, &t->watch, EPOLLIN);
+
+	t->watching = rc == 0;
+	return rc;
 }
 
-static void tp_guard_free(void *t)
-{
-	tp_free(t);
-}
-
-static const struct iw_tp_guard_ops tp_guard_ops = {
-	.tx = tp_guard_tx,
-	.shutdown = tp_guard_shutdown,
-	.free = tp_guard_free,
+static const struct iw_stream_io tcp_io = {
+	.tx = tp_tx, .rx = tp_rx, .tx_idle = tp_tx_idle, .shut_wr = tp_shut_wr, .queue_rtr = tp_queue_rtr,
+	.open = tp_open, .close = tp_close, .free = tp_free,
 };
-
-static void tp_enter(struct tcp_transport *t)
-{
-	iw_tp_guard_enter(&t->guard);
-}
-
-/* Returns false when the transport was freed. */
-static bool tp_leave(struct tcp_transport *t)
-{
-	return iw_tp_guard_leave(&t->guard, &tp_guard_ops, t);
-}
 
 static void tp_watch_cb(struct iw_watch *w, uint32_t revents)
 {
 	struct tcp_transport *t = (struct tcp_transport *)((char *)w - offsetof(struct tcp_transport, watch));
 
-	tp_enter(t);
+	iw_stream_enter(&t->s);
 	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
-		tp_rx(t);
+		tp_rx(&t->s);
 	if ((revents & EPOLLOUT) || iw_rdmap_tx_pending(tp_conn(t)))
-		tp_tx(t);
-	tp_leave(t);
+		iw_stream_tx(&t->s);
+	iw_stream_leave(&t->s);
 }
-
-static void tp_timer_cb(struct iw_timer *tm)
-{
-	struct tcp_transport *t = (struct tcp_transport *)((char *)tm - offsetof(struct tcp_transport, timer));
-
-	tp_enter(t);
-	if (t->state == TP_DRAINING || t->state == TP_WR_SHUT)
-		tp_finish(t, -ETIMEDOUT, true, true); /* the peer never closed its side */
-	tp_leave(t);
-}
-
-/* The initiator's first-FPDU delay is over. */
-static void tp_delay_cb(struct iw_timer *tm)
-{
-	struct tcp_transport *t = (struct tcp_transport *)((char *)tm - offsetof(struct tcp_transport, delay_timer));
-
-	tp_enter(t);
-	if (t->gated) {
-		t->gated = false;
-		tp_tx(t);
-	}
-	tp_leave(t);
-}
-
-static void op_kick(struct iw_transport *bt)
-{
-	struct tcp_transport *t = tp_of(bt);
-
-	if (iw_tp_guard_defer_kick(&t->guard))
-		return;
-	tp_enter(t);
-	tp_tx(t);
-	tp_leave(t);
-}
-
-static void op_shutdown(struct iw_transport *bt, bool abortive)
-{
-	struct tcp_transport *t = tp_of(bt);
-
-	if (iw_tp_guard_defer_shutdown(&t->guard, abortive))
-		return;
-	tp_enter(t);
-	tp_do_shutdown(t, abortive);
-	tp_leave(t);
-}
-
-static void op_destroy(struct iw_transport *bt)
-{
-	struct tcp_transport *t = tp_of(bt);
-
-	if (iw_tp_guard_defer_destroy(&t->guard))
-		return;
-	tp_free(t);
-}
-
-static const struct iw_transport_ops tcp_ops = {
-	.kick = op_kick,
-	.kick_from_post = true,
-	.shutdown = op_shutdown,
-	.destroy = op_destroy,
-};
 
 struct iw_transport *iw_tcp_transport_create(struct iw_context *ctx, struct iw_qp *qp, const struct iw_tcp_cfg *cfg)
 {
@@ -456,71 +342,11 @@ struct iw_transport *iw_tcp_transport_create(struct iw_context *ctx, struct iw_q
 		free(t);
 		return NULL;
 	}
-	t->base.ops = &tcp_ops;
-	t->base.qp = qp;
-	t->ctx = ctx;
+	iw_stream_init(&t->s, ctx, qp, &tcp_io, &cfg->stream);
 	t->watch.fd = cfg->fd;
 	t->watch.cb = tp_watch_cb;
-	t->timer.cb = tp_timer_cb;
-	t->delay_timer.cb = tp_delay_cb;
-	t->state = TP_INIT;
-	t->gated = cfg->tx_gate || cfg->tx_delay_ms;
-	t->tx_delay_ms = cfg->tx_delay_ms;
-	t->send_rtr = cfg->send_rtr;
 	t->trace_conn = cfg->trace_conn;
-	t->cm_id = cfg->cm_id;
-	return &t->base;
-}
-
-/* The RFC 6581 zero-length RDMA WRITE RTR, first in the backlog. */
-static int tp_queue_rtr(struct tcp_transport *t)
-{
-	struct iw_ddp_hdr h = {
-		.tagged = true,
-		.last = true,
-		.ulp_ctrl = iw_rdmap_ctrl(IW_OP_WRITE),
-	};
-	size_t hl = iw_ddp_hdr_encode(&h, t->rtr_hdr);
-	t->rtr_fpdu.markers = t->rtr_markers;
-	t->rtr_fpdu.markers_cap = 2;
-	int n = iw_mpa_tx_build_frame(&tp_conn(t)->mpa_tx, &t->rtr_fpdu, t->rtr_hdr, hl, NULL, 0, t->iov,
-				      TP_IOV_MAX);
-
-	if (n < 0)
-		return n;
-	t->iov_head = 0;
-	t->iov_cnt = n;
-	t->tx_pending = t->rtr_fpdu.wire_len;
-	t->rtr_left = t->rtr_fpdu.wire_len;
-	return 0;
-}
-
-int iw_tcp_transport_start(struct iw_transport *bt)
-{
-	struct tcp_transport *t = tp_of(bt);
-	int rc;
-
-	if (t->state != TP_INIT)
-		return -EINVAL;
-	if (t->send_rtr && (rc = tp_queue_rtr(t)) < 0)
-		return rc;
-	rc = iw_ctx_watch_add(t->ctx, &t->watch, EPOLLIN);
-	if (rc < 0)
-		return rc;
-	t->watching = true;
-	t->state = TP_OPEN;
-	if (t->tx_delay_ms)
-		iw_ctx_timer_arm(t->ctx, &t->delay_timer, t->tx_delay_ms);
-	tp_enter(t);
-	tp_tx(t);
-	tp_leave(t);
-	return 0;
-}
-
-void iw_tcp_transport_detach_cm(struct iw_transport *bt)
-{
-	if (bt)
-		tp_of(bt)->cm_id = NULL;
+	return &t->s.base;
 }
 
 uint32_t iw_tcp_mulpdu(int fd, bool markers_tx, uint32_t max_ulpdu)

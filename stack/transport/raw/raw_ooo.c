@@ -4,9 +4,9 @@
 
 #include <string.h>
 
-#include "../../ddp/ddp_wire.h"
-#include "../../mpa/crc32c.h"
-#include "../../rdmap/rdmap_wire.h"
+#include "ddp/ddp_wire.h"
+#include "mpa/crc32c.h"
+#include "rdmap/rdmap_wire.h"
 
 static uint16_t be16(const uint8_t *p)
 {

@@ -1,5 +1,5 @@
 /* A raw network device: one interface driven by our own TCP/IPv4
- * (stack/net) over AF_PACKET frame I/O (stack/pktio), owning an IPv4
+ * (net/) over AF_PACKET frame I/O (pktio.h), owning an IPv4
  * address the kernel does not have on that interface.
  *
  * Two ways to drive it:
@@ -18,9 +18,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../internal.h"
-#include "../net/net.h"
-#include "../pktio.h"
+#include "stack/internal.h"
+#include "net/net.h"
+#include "pktio.h"
 
 #define IW_RAWDEV_SPIN_DEFAULT_US 50u
 #define IW_RAWDEV_SPIN_OFF UINT32_MAX
