@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # What the tools say when something is wrong (issue 17): one case per
 # message, each checking the exit status and the text.
-# Usage: test_messages.sh IWPING IWPERF IWDUMP TT_PEER
-IWPING=${1:?usage: $0 iwping iwperf iwdump tt_peer}
+# Usage: test_messages.sh IWPING IWPERF IWDUMP TT_PEER TT_BADSINK
+IWPING=${1:?usage: $0 iwping iwperf iwdump tt_peer tt_badsink}
 IWPERF=${2:?}
 IWDUMP=${3:?}
 TT_PEER=${4:?}
+TT_BADSINK=${5:?}
 . "$(dirname "$0")/lib.sh"
 
 # expect NAME WANT_RC FILE PATTERN...: the last command's exit status was
@@ -211,6 +212,22 @@ timeout_stopped "iwping --timeout 1, server stopped" "no progress for 1 s waitin
 	"$IWPING" -c 127.0.0.1 -p @PORT@ -v -d --timeout 1
 timeout_stopped "iwperf --timeout 1, server stopped" "no progress for 1 s" "$IWPERF" -s -a 127.0.0.1 -p @PORT@ -- \
 	"$IWPERF" -c 127.0.0.1 -p @PORT@ --sweep=4K,4K,4K,4K,4K,4K,4K,4K,4K,4K -D 1 --timeout 1
+
+# ---- the peer refuses our RDMA WRITE: a success locally, reported anyway --
+if start_server "$TMP/ws.log" "$IWPING" -s -a 127.0.0.1 -p @PORT@; then
+	run "$TMP/bo" "$TMP/be" "$TT_BADSINK" "$PORT"
+	wait_server
+	RC=$?
+	cp "$TMP/ws.log.err" "$TMP/we"
+	if grep -q "our cause: DDP tagged buffer: invalid STag" "$TMP/bo"; then
+		expect "iwping server: WRITE refused by the peer" 1 "$TMP/we" \
+			"connection stopped: DDP tagged buffer: invalid STag (layer 1 etype 1 ecode 0x00)"
+	else
+		bad "tt_badsink did not refuse the WRITE"; cat "$TMP/bo" "$TMP/be" "$TMP/we"
+	fi
+else
+	bad "badsink server start"
+fi
 
 # ---- iwdump: name the file; a truncated capture is a capture problem ------
 printf 'not a capture at all\n' >"$TMP/notpcap.txt"
