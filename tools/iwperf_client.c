@@ -546,8 +546,9 @@ static int run_bw_row(struct client *cl, uint32_t size)
 
 		if (!stop) {
 			uint64_t now = tc_now_ns();
-			/* Count mode: iters per QP, once the minimum time is up. */
-			bool counting = !deadline && now >= min_end;
+			/* Count mode: iters per QP, once a completion came after
+			 * the minimum time (so the timed row covers it). */
+			bool counting = !deadline && cl->last_done_ns >= min_end;
 			bool all_posted = true;
 
 			if (deadline && now >= deadline)

@@ -505,8 +505,9 @@ static int tcp_bw_row(struct tclient *t, uint32_t size)
 	perf_live_start(&live, o, size, t0);
 	for (;;) {
 		uint32_t i, np = 0;
-		/* Count mode: iters per connection, once the minimum time is up. */
-		bool counting = !deadline && tc_now_ns() >= min_end;
+		/* Count mode: iters per connection, once a message completed
+		 * after the minimum time (so the timed row covers it). */
+		bool counting = !deadline && last_done >= min_end;
 
 		if (deadline && !stop && tc_now_ns() >= deadline)
 			stop = true;
@@ -557,6 +558,8 @@ static int tcp_bw_row(struct tclient *t, uint32_t size)
 					break;
 				if (deadline && last_done >= deadline)
 					break;
+				if (!deadline && !counting && last_done >= min_end)
+					break; /* the minimum time is up: count mode */
 			}
 		}
 		perf_peak_update(&pk, tc_now_ns(), done, size);

@@ -46,7 +46,8 @@ int tc_transport_apply(const struct tc_transport *t, struct iw_context_attr *ca)
 	"                         kernel TCP sockets (default) or our own TCP/IP on\n"         \
 	"                         raw frames (needs CAP_NET_RAW, --dev and --ip)\n"            \
 	"        --dev IFACE      raw: the interface\n"                                         \
-	"        --ip ADDR/PREFIX raw: our IPv4 address (not the kernel's) and prefix\n"
+	"        --ip ADDR/PREFIX\n"                                                            \
+	"                         raw: our IPv4 address (not the kernel's) and prefix\n"
 
 /* getaddrinfo() for TCP; host NULL with passive: the wildcard address.
  * 0, or -EINVAL after printing the resolver's message. */
