@@ -44,6 +44,8 @@ static const struct cause_name names[] = {
 
 const char *iw_term_cause_str(struct iw_term_cause c)
 {
+	if (!c.valid)
+		return "no cause";
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (names[i].layer == c.layer && names[i].etype == c.etype && names[i].ecode == c.ecode)
 			return names[i].name;

@@ -284,7 +284,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 									  IW_DDP_UNTAGGED_HDR_LEN);
 		}
 
-		struct iw_term_cause cause = {0xEE, 0xEE, 0xEE};
+		struct iw_term_cause cause = {0xEE, 0xEE, 0xEE, true};
 		memset(&seg, 0, sizeof(seg));
 		int r = iw_ddp_rx_begin(&rx, hdr, hdr_len, payload_len, &seg, &cause);
 		FUZZ_CHECK(r == 0 || r == -1);

@@ -180,6 +180,9 @@ int iw_cm_destroy_id(struct iw_cm_id *id)
  * the id, else drop the id. */
 static void cm_fail_close(struct iw_cm_id *id, int status, bool abortive)
 {
+	/* What came instead of an MPA Reply goes to the application (issue 17). */
+	uint16_t got = id->state == CM_WAIT_REPLY ? (uint16_t)id->in_len : 0;
+
 	cm_close_conn(id, abortive ? IW_CONN_ABORT : IW_CONN_GRACEFUL);
 	cm_child_unlink(id);
 	id->state = CM_DONE;
@@ -187,7 +190,7 @@ static void cm_fail_close(struct iw_cm_id *id, int status, bool abortive)
 		id->qp->cm_id = NULL;
 	id->qp = NULL;
 	if (id->app_owned)
-		cm_queue(id, IW_CM_EVENT_CONNECT_ERROR, status, NULL, 0);
+		cm_queue(id, IW_CM_EVENT_CONNECT_ERROR, status, got ? id->in : NULL, got);
 	else
 		cm_id_free(id); /* a passive id nobody heard of yet: its queued
 				 * CONNECT_REQUEST goes too, so peers that send a

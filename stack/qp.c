@@ -28,13 +28,15 @@
  *   iw_qp_error() and the cause on every flushed completion.)
  *   stream lost (2,0,0x01): the oldest started send WR and the receive
  *     in progress get IW_WC_FATAL_ERR.
- * Flushed completions carry wc.cause = the QP's error cause (zero after a
- * graceful close). Unsignaled WRs report errors too; successful
+ * Flushed completions carry wc.cause = the QP's error cause (no cause,
+ * valid == false, after a graceful close). Unsignaled WRs report errors too; successful
  * unsignaled ones release their regions without a completion.
  *
  * A lost completion (CQ overflow) is a catastrophic error of the QP: the
- * stream is terminated with RDMAP (0,0,0x00) "local catastrophic" (which
- * reads as zero in iw_qp_error(); the state says ERROR).
+ * stream is terminated with RDMAP (0,0,0x00) "local catastrophic", the
+ * RFC 5040 sec. 7.4.1 cause for a local failure the peer did not cause
+ * ((0,2,0x07) would blame the peer's operation); iw_qp_error() returns it
+ * as a real cause, distinct from "no cause".
  *
  * Engine callbacks never call transport ops: they record state and defer
  * (iw_qp_defer); iw_progress runs the deferred work. */

@@ -17,34 +17,34 @@ cleanup() {
 trap cleanup EXIT
 
 port() { echo $((20000 + (RANDOM + $$) % 10000)); }
-wait_port() {
-	local hex i
-	hex=$(printf '%04X' "$1")
-	for i in $(seq 1 100); do
-		awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
-			/proc/net/tcp && return 0
+# start_server LOG CMD...: in the background; ready once it prints
+# "listening on" on stderr (the tools announce their ports).
+start_server() {
+	local log=$1 i
+	shift
+	timeout 120 "$@" >"$log" 2>"$log.err" &
+	SRV=$!
+	for i in $(seq 1 200); do
+		grep -q 'listening on' "$log.err" && return 0
+		kill -0 "$SRV" 2>/dev/null || break
 		sleep 0.05
 	done
-	echo "server on port $1 did not come up" >&2
+	echo "server did not come up: $*" >&2
+	cat "$log.err" >&2
 	return 1
 }
 say() { printf '\n---- %s\n' "$*"; }
 
 say "iwping: 5 verified rping-style iterations of 4000 bytes over 127.0.0.1 (traced)"
 P=$(port)
-timeout 60 "$BIN/iwping" -s -a 127.0.0.1 -p "$P" -C 5 >"$TMP/ping-server.log" 2>&1 &
-SRV=$!
-wait_port "$P"
-timeout 60 "$BIN/iwping" -c -a 127.0.0.1 -p "$P" -S 4000 -C 5 -V -v --trace "$TMP/iwping.pcap" | cut -c1-100
+start_server "$TMP/ping-server.log" "$BIN/iwping" -s -a 127.0.0.1 -p "$P"
+timeout 60 "$BIN/iwping" -c 127.0.0.1 -p "$P" -S 4000 -C 5 -V -v --trace "$TMP/iwping.pcap" | cut -c1-100
 wait "$SRV"
 SRV=""
 
 say "iwperf: RDMA WRITE bandwidth (CRC on) next to plain TCP, same harness"
 P=$(port)
-timeout 120 "$BIN/iwperf" -s -a 127.0.0.1 -p "$P" >"$TMP/perf-server.log" 2>&1 &
-SRV=$!
-wait_port "$P"
-wait_port $((P + 1))
+start_server "$TMP/perf-server.log" "$BIN/iwperf" -s -a 127.0.0.1 -p "$P"
 echo "iWARP RDMA WRITE:"
 timeout 60 "$BIN/iwperf" -c 127.0.0.1 -p "$P" -t write --sweep=4K,64K,1M -D 0.5
 echo "plain TCP:"

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "iwperf.h"
 #include "tool_common.h"
@@ -56,6 +57,79 @@ void perf_peak_update(struct perf_peak *pk, uint64_t now, uint64_t msgs, uint32_
 	pk->msgs_last = msgs;
 }
 
+uint64_t perf_min_end(const struct perf_opts *o, uint64_t t0)
+{
+	return o->iters || o->duration > 0 ? 0 : t0 + PERF_MIN_ROW_NS;
+}
+
+void perf_live_start(struct perf_live *l, const struct perf_opts *o, uint32_t size, uint64_t t0)
+{
+	l->on = !o->quiet && !o->json && isatty(STDERR_FILENO);
+	l->size = size;
+	l->t0 = t0;
+	l->last = 0;
+}
+
+/* True when a live line is due now (2 s into the row, then every 1 s). */
+static bool live_due(struct perf_live *l, uint64_t now)
+{
+	if (!l->on || now - l->t0 < 2000000000ull || (l->last && now - l->last < 1000000000ull))
+		return false;
+	l->last = now;
+	return true;
+}
+
+void perf_live_bw(struct perf_live *l, uint64_t now, uint64_t msgs)
+{
+	double secs = (double)(now - l->t0) / 1e9;
+
+	if (!live_due(l, now))
+		return;
+	fprintf(stderr, "\r%-10u %.0f s so far: %llu messages, %.2f MB/s   ", l->size, secs,
+		(unsigned long long)msgs, (double)msgs * l->size / secs / MB);
+	fflush(stderr);
+}
+
+void perf_live_lat(struct perf_live *l, uint64_t now, uint64_t n, uint64_t sum_ns)
+{
+	if (!live_due(l, now))
+		return;
+	fprintf(stderr, "\r%-10u %.0f s so far: %llu round trips, t_avg %.2f usec   ", l->size,
+		(double)(now - l->t0) / 1e9, (unsigned long long)n, n ? (double)sum_ns / (double)n / 2e3 : 0.0);
+	fflush(stderr);
+}
+
+void perf_live_end(struct perf_live *l)
+{
+	if (l->on && l->last) {
+		fprintf(stderr, "\r%-78s\r", "");
+		fflush(stderr);
+	}
+	l->last = 0;
+}
+
+void perf_total_add(struct perf_total *t, uint64_t msgs, uint64_t bytes, uint64_t ns)
+{
+	t->rows++;
+	t->msgs += msgs;
+	t->bytes += bytes;
+	t->ns += ns;
+}
+
+void perf_report_summary(const struct perf_opts *o, const struct perf_total *t)
+{
+	if (o->json || t->rows == 0)
+		return;
+	if (o->test == PT_LAT)
+		printf("# total: %u row%s, %llu round trips, %.3f s of round trips\n", t->rows, t->rows == 1 ? "" : "s",
+		       (unsigned long long)t->msgs, (double)t->ns / 1e9);
+	else
+		printf("# total: %u row%s, %llu messages, %.1f MB in %.3f s, %.2f MB/s average\n", t->rows,
+		       t->rows == 1 ? "" : "s", (unsigned long long)t->msgs, (double)t->bytes / MB, (double)t->ns / 1e9,
+		       t->ns ? (double)t->bytes / MB / ((double)t->ns / 1e9) : 0.0);
+	fflush(stdout);
+}
+
 int perf_samples_push(struct perf_samples *s, uint64_t x)
 {
 	if (s->n == s->cap) {
@@ -99,11 +173,15 @@ void perf_report_header(const struct perf_opts *o, const char *peer)
 	       o->tcp ? "plain TCP" : "iWARP (libiwarp)", peer);
 	if (o->tcp)
 		printf("# connections %u%s\n", o->nqps, o->test == PT_LAT ? ", TCP_NODELAY" : "");
+	else if (o->test == PT_LAT) /* one SEND in flight: the queue depth does not apply */
+		printf("# QPs 1, CRC %s%s, max FPDU %s\n", tc_crc_str(o->crc), o->markers ? ", markers" : "", fpdu);
 	else
 		printf("# QPs %u, queue depth %u, CRC %s%s, max FPDU %s\n", o->nqps, o->qd, tc_crc_str(o->crc),
 		       o->markers ? ", markers" : "", fpdu);
 	if (o->duration > 0)
 		printf("# %.3g s per size\n", o->duration);
+	else if (!o->iters)
+		printf("# per size: the default message count, for at least %.1f s\n", (double)PERF_MIN_ROW_NS / 1e9);
 	if (o->test == PT_LAT)
 		printf("%-10s %-13s %-12s %-16s %-12s %-12s\n", "#bytes", "#iterations", "t_min[usec]",
 		       "t_typical[usec]", "t_avg[usec]", "t_99[usec]");
@@ -132,6 +210,15 @@ void perf_report_bw(const struct perf_opts *o, const struct perf_bw_row *r)
 		printf("%-10u %-13llu %-15.2f %-18.2f %-15.6f %-10.4f\n", r->size, (unsigned long long)r->msgs,
 		       peak / MB, avg / MB, rate, cpu_gb);
 	fflush(stdout);
+}
+
+uint64_t perf_lat_sum_ns(const struct perf_lat_row *r)
+{
+	uint64_t i, sum = 0;
+
+	for (i = 0; i < r->iters; i++)
+		sum += r->rtt_ns[i];
+	return sum;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -177,7 +264,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "SYNOPSIS\n"
 	      "    iwperf -s [-a ADDR] [-p PORT] [--tcp-port PORT] [--once] [-v]\n"
-	      "    iwperf -c ADDR [-t write|read|send|lat] [-S SIZE | --sweep[=LIST]]\n"
+	      "    iwperf -c [-a] ADDR [-t write|read|send|lat] [-S SIZE | --sweep[=LIST]]\n"
 	      "           [-n ITERS | -D SECONDS] [-Q DEPTH] [-q QPS] [--tcp] [--json] [OPTIONS]\n"
 	      "\n"
 	      "DESCRIPTION\n"
@@ -196,8 +283,11 @@ static void usage(FILE *f)
 	      "\n"
 	      "OPTIONS\n"
 	      "    -s, --server          run the server\n"
-	      "    -c, --client ADDR     run a test against the server at ADDR\n"
-	      "    -a, --addr ADDR       server: listen on ADDR only (default: all IPv4)\n"
+	      "    -c, --client ADDR     run a test against the server at ADDR (-c -a ADDR\n"
+	      "                          works too)\n"
+	      "    -a, --addr ADDR       server: listen on ADDR only (default: all IPv4);\n"
+	      "                          it prints \"listening on ADDR:PORT\" on stderr\n"
+	      "                          once both ports are open\n"
 	      "    -p, --port PORT       iWARP port (default 18516)\n"
 	      "        --tcp-port PORT   plain TCP port (default PORT+1)\n"
 	      "    -t, --test TEST       write (default), read, send or lat\n"
@@ -205,7 +295,8 @@ static void usage(FILE *f)
 	      "        --sweep[=LIST]    sizes 64 B .. 4 MiB in powers of two, or a comma\n"
 	      "                          separated LIST such as 64,4K,1M\n"
 	      "    -n, --iters N         messages per QP and size (default 5000, fewer for\n"
-	      "                          big sizes; lat 1000)\n"
+	      "                          big sizes; lat 1000; and without -n each size\n"
+	      "                          runs at least 0.5 s)\n"
 	      "    -D, --duration SEC    run each size for SEC seconds instead\n"
 	      "    -Q, --qd DEPTH        outstanding work requests per QP (default 16)\n"
 	      "    -q, --qps N           connections, 1..1024 (default 1); bandwidth is\n"
@@ -224,6 +315,8 @@ static void usage(FILE *f)
 	      TC_TRANSPORT_HELP
 	      "                         (--tcp stays a kernel TCP baseline)\n"
 	      "    -v, --verbose         server: one line per connection\n"
+	      "        --quiet           no live line (on a terminal, a row running over 2 s\n"
+	      "                          shows its progress every second on stderr)\n"
 	      "    -h, --help            this text\n"
 	      "\n"
 	      "OUTPUT\n"
@@ -232,6 +325,7 @@ static void usage(FILE *f)
 	      "    counts messages over all QPs, BW_peak is the best 1/20 of the row,\n"
 	      "    CPU is the client's user+system time per 10^9 bytes.\n"
 	      "    Latency: #bytes #iterations t_min t_typical (median) t_avg t_99 in usec.\n"
+	      "    After the rows a \"# total:\" line sums them up (not with --json).\n"
 	      "\n"
 	      "EXIT STATUS\n"
 	      "    0 when every row completed and checked; 1 on any error; 2 on bad usage.\n",
@@ -276,7 +370,7 @@ static int parse_sweep(const char *list, struct perf_opts *o)
 }
 
 enum { OPT_TCP_PORT = 256, OPT_SWEEP, OPT_CRC, OPT_MAX_FPDU, OPT_MARKERS, OPT_TRACE, OPT_TCP, OPT_JSON,
-       OPT_BUSY, OPT_TIMEOUT, OPT_ONCE, OPT_TRANSPORT, OPT_DEV, OPT_IP };
+       OPT_BUSY, OPT_TIMEOUT, OPT_ONCE, OPT_TRANSPORT, OPT_DEV, OPT_IP, OPT_QUIET };
 
 static int parse_opts(int argc, char **argv, struct perf_opts *o)
 {
@@ -306,11 +400,12 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 		{ "dev", required_argument, NULL, OPT_DEV },
 		{ "ip", required_argument, NULL, OPT_IP },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *tcp_port = NULL;
-	bool size_set = false, sweep = false;
+	const char *tcp_port = NULL, *a_addr = NULL;
+	bool size_set = false, sweep = false, client = false;
 	uint64_t v;
 	int ch;
 
@@ -323,18 +418,24 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 	while ((ch = getopt_long(argc, argv, "sc:a:p:t:S:n:D:Q:q:vh", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': o->server = true; break;
-		case 'c': o->addr = optarg; break;
-		case 'a': o->bind = optarg; break;
+		case 'c':
+			client = true;
+			/* "-c -a ADDR" (iwping's spelling): -c took "-a" as its
+			 * address; hand it back to getopt. */
+			if (optarg[0] == '-' && optarg[1] != '\0')
+				optind--;
+			else
+				o->addr = optarg;
+			break;
+		case 'a': a_addr = optarg; break;
 		case 'p':
 			if (tc_parse_uint(optarg, 1, 65534, &v))
-				goto bad;
+				return tc_bad_value("-p/--port", optarg, "1..65534 (PORT+1 is the TCP port)");
 			o->port = optarg;
 			break;
 		case OPT_TRANSPORT:
-			if (tc_parse_transport(optarg, &o->tr.kind)) {
-				tc_err("invalid transport %s (kernel or raw)", optarg);
-				return -1;
-			}
+			if (tc_parse_transport(optarg, &o->tr.kind))
+				return tc_bad_value("--transport", optarg, "kernel or raw");
 			break;
 		case OPT_DEV:
 			o->tr.dev = optarg;
@@ -344,51 +445,52 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 			break;
 		case OPT_TCP_PORT:
 			if (tc_parse_uint(optarg, 1, 65535, &v))
-				goto bad;
+				return tc_bad_value("--tcp-port", optarg, "1..65535");
 			tcp_port = optarg;
 			break;
 		case 't':
 			if (parse_test(optarg, &o->test))
-				goto bad;
+				return tc_bad_value("-t/--test", optarg, "write, read, send or lat");
 			break;
 		case 'S':
 			if (tc_parse_size(optarg, 1, PERF_SIZE_LIMIT, &v))
-				goto bad;
+				return tc_bad_value("-S/--size", optarg, "1..1G bytes, suffixes K M G");
 			o->sizes[0] = (uint32_t)v;
 			o->nsizes = 1;
 			size_set = true;
 			break;
 		case OPT_SWEEP:
 			if (parse_sweep(optarg, o))
-				goto bad;
+				return tc_bad_value("--sweep", optarg,
+						    "a comma-separated list of at most 64 sizes, each 1..1G bytes");
 			sweep = true;
 			break;
 		case 'n':
 			if (tc_parse_uint(optarg, 1, UINT32_MAX, &o->iters))
-				goto bad;
+				return tc_bad_value("-n/--iters", optarg, "1..4294967295");
 			break;
 		case 'D':
-			if (tc_parse_seconds(optarg, &o->duration) || o->duration <= 0)
-				goto bad;
+			if (tc_parse_seconds(optarg, &o->duration) || o->duration < 0.001)
+				return tc_bad_value("-D/--duration", optarg, "0.001..10000000 seconds");
 			break;
 		case 'Q':
 			if (tc_parse_uint(optarg, 1, PERF_MAX_QD, &v))
-				goto bad;
+				return tc_bad_value("-Q/--qd", optarg, "1..1024");
 			o->qd = (uint32_t)v;
 			break;
 		case 'q':
 			if (tc_parse_uint(optarg, 1, PERF_MAX_QPS, &v))
-				goto bad;
+				return tc_bad_value("-q/--qps", optarg, "1..1024");
 			o->nqps = (uint32_t)v;
 			break;
 		case OPT_CRC:
 			if (tc_parse_crc(optarg, &o->crc))
-				goto bad;
+				return tc_bad_value("--crc", optarg, "on, off or required");
 			o->crc_set = true;
 			break;
 		case OPT_MAX_FPDU:
 			if (tc_parse_size(optarg, 64, 65535, &v))
-				goto bad;
+				return tc_bad_value("--max-fpdu", optarg, "64..65535 bytes");
 			o->max_fpdu = (uint32_t)v;
 			break;
 		case OPT_MARKERS: o->markers = true; break;
@@ -398,10 +500,11 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 		case OPT_BUSY: o->busy = true; break;
 		case OPT_TIMEOUT:
 			if (tc_parse_seconds(optarg, &o->timeout_s) || o->timeout_s < 0.1)
-				goto bad;
+				return tc_bad_value("--timeout", optarg, "0.1..10000000 seconds");
 			break;
 		case OPT_ONCE: o->once = true; break;
 		case 'v': o->verbose = true; break;
+		case OPT_QUIET: o->quiet = true; break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -409,16 +512,26 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 			return -1;
 		}
 	}
+	/* -a: the server's bind address, or the client's server (-c -a ADDR). */
+	if (client && a_addr) {
+		if (o->addr) {
+			tc_err("the server address is given once: -c ADDR or -c -a ADDR");
+			return -1;
+		}
+		o->addr = a_addr;
+	} else {
+		o->bind = a_addr;
+	}
 	if (optind < argc) {
 		tc_err("unexpected argument %s", argv[optind]);
 		return -1;
 	}
-	if (o->server == (o->addr != NULL)) {
+	if (o->server == client) {
 		tc_err("give exactly one of -s (server) and -c ADDR (client)");
 		return -1;
 	}
-	if (o->bind && !o->server) {
-		tc_err("-a is a server option (the client takes the address after -c)");
+	if (client && o->addr == NULL) {
+		tc_err("the client needs the server's address: -c ADDR or -c -a ADDR");
 		return -1;
 	}
 	if (size_set && sweep) {
@@ -438,9 +551,6 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 	else
 		snprintf(o->tcp_port, sizeof(o->tcp_port), "%u", (unsigned)atoi(o->port) + 1);
 	return 0;
-bad:
-	tc_err("invalid value '%s' for option %s", optarg ? optarg : "", argv[optind - 1]);
-	return -1;
 }
 
 int main(int argc, char **argv)

@@ -36,6 +36,9 @@
 #define PERF_SIZE_LIMIT (1u << 30)
 #define PERF_MAX_QPS 1024u
 #define PERF_MAX_QD 1024u
+/* Without -n / -D a row runs its default message count and at least this
+ * long: 5000 small messages take under 1 ms, too short to mean anything. */
+#define PERF_MIN_ROW_NS 500000000ull
 
 #define PERF_HELLO_MAGIC 0x49575046u /* "IWPF" */
 #define PERF_ADVERT_MAGIC 0x49575041u /* "IWPA" */
@@ -53,7 +56,7 @@
 enum perf_test { PT_WRITE, PT_READ, PT_SEND, PT_LAT };
 
 struct perf_opts {
-	bool server, tcp, json, verbose, once, markers, busy;
+	bool server, tcp, json, verbose, once, markers, busy, quiet;
 	const char *addr; /* client: the server */
 	const char *bind; /* server: listen address (NULL: all IPv4) */
 	const char *port;
@@ -154,9 +157,36 @@ struct perf_lat_row {
 
 /* Per-QP iterations for a size when -n was not given. */
 uint64_t perf_default_iters(const struct perf_opts *o, uint32_t size);
+/* Earliest end of a row started at t0 (0: none, -n or -D given). */
+uint64_t perf_min_end(const struct perf_opts *o, uint64_t t0);
+
+/* The live line: on a terminal (stderr), once a row has run 2 s, its
+ * progress so far every second, overwritten in place; --quiet and --json
+ * turn it off. */
+struct perf_live {
+	bool on;
+	uint32_t size;
+	uint64_t t0, last;
+};
+void perf_live_start(struct perf_live *l, const struct perf_opts *o, uint32_t size, uint64_t t0);
+/* Bandwidth rows: msgs completed so far; latency rows: round trips and
+ * their summed time. */
+void perf_live_bw(struct perf_live *l, uint64_t now, uint64_t msgs);
+void perf_live_lat(struct perf_live *l, uint64_t now, uint64_t n, uint64_t sum_ns);
+void perf_live_end(struct perf_live *l);
+
+/* What every row added up to, for the closing summary line. */
+struct perf_total {
+	unsigned rows;
+	uint64_t msgs, bytes, ns;
+};
+void perf_total_add(struct perf_total *t, uint64_t msgs, uint64_t bytes, uint64_t ns);
+void perf_report_summary(const struct perf_opts *o, const struct perf_total *t);
 void perf_report_header(const struct perf_opts *o, const char *peer);
 void perf_report_bw(const struct perf_opts *o, const struct perf_bw_row *r);
 void perf_report_lat(const struct perf_opts *o, struct perf_lat_row *r);
+/* Latency rows: the round trips' total time (for the summary). */
+uint64_t perf_lat_sum_ns(const struct perf_lat_row *r);
 
 /* Growable RTT sample store (not on a timed path: grows by doubling). */
 struct perf_samples {

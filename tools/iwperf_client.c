@@ -57,6 +57,7 @@ struct client {
 	struct tc_watchdog wd;
 	bool failed;
 	uint64_t row_done, last_done_ns;
+	struct perf_total total;
 };
 
 static uint8_t *slot_ptr(const struct cqp *q, uint32_t slot)
@@ -229,6 +230,11 @@ static void on_cm_event(struct client *cl, struct iw_cm_event *ev)
 			tc_report_cm_event(who, ev);
 			tc_report_qp_error(who, q->qp);
 			fail(cl, NULL);
+		} else if (!cl->failed && iw_term_cause_is_set(iw_qp_error(q->qp))) {
+			/* Our WRITEs completed (iWARP completes them locally) but
+			 * the server refused one: only iw_qp_error() says so. */
+			tc_report_qp_error(who, q->qp);
+			fail(cl, NULL);
 		}
 		q->state = Q_CLOSED;
 		break;
@@ -396,7 +402,10 @@ static void disconnect_all(struct client *cl)
 			q->state = Q_CLOSED;
 		}
 	}
-	/* Wait for the DISCONNECTED events, briefly. */
+	/* Wait for the DISCONNECTED events, briefly; not after a failure
+	 * (a silent server would make --timeout late): teardown aborts. */
+	if (cl->failed)
+		return;
 	tc_watchdog_init(&wd, 5.0);
 	while (open && !tc_watchdog_expired(&wd)) {
 		bool was_failed = cl->failed;
@@ -512,9 +521,10 @@ static int post_data(struct client *cl, struct cqp *q, uint64_t room)
 static int run_bw_row(struct client *cl, uint32_t size)
 {
 	const struct perf_opts *o = cl->o;
-	uint64_t iters = perf_default_iters(o, size), t0, deadline = 0;
+	uint64_t iters = perf_default_iters(o, size), t0, deadline = 0, min_end;
 	struct perf_bw_row row;
 	struct perf_peak pk;
+	struct perf_live live;
 	double cpu0;
 	bool stop = false;
 	uint32_t i;
@@ -528,21 +538,27 @@ static int run_bw_row(struct client *cl, uint32_t size)
 	cl->last_done_ns = t0;
 	if (o->duration > 0)
 		deadline = t0 + (uint64_t)(o->duration * 1e9);
+	min_end = perf_min_end(o, t0);
 	perf_peak_init(&pk, o, iters * cl->nq, t0);
+	perf_live_start(&live, o, size, t0);
 	for (;;) {
 		bool idle = true;
 
 		if (!stop) {
+			uint64_t now = tc_now_ns();
+			/* Count mode: iters per QP, once a completion came after
+			 * the minimum time (so the timed row covers it). */
+			bool counting = !deadline && cl->last_done_ns >= min_end;
 			bool all_posted = true;
 
-			if (deadline && tc_now_ns() >= deadline)
+			if (deadline && now >= deadline)
 				stop = true;
 			for (i = 0; i < cl->nq && !stop; i++) {
 				struct cqp *q = &cl->q[i];
 				uint64_t room = o->qd - q->data_out;
 
-				if (!deadline && room > iters - q->posted)
-					room = iters - q->posted;
+				if (counting && room > iters - (q->posted < iters ? q->posted : iters))
+					room = iters - (q->posted < iters ? q->posted : iters);
 				if (o->test == PT_SEND && room > q->credit_limit - q->sends_total)
 					room = q->credit_limit - q->sends_total;
 				if (post_data(cl, q, room))
@@ -550,17 +566,21 @@ static int run_bw_row(struct client *cl, uint32_t size)
 				if (q->posted < iters)
 					all_posted = false;
 			}
-			if (!deadline && all_posted)
+			if (counting && all_posted)
 				stop = true;
 		}
 		for (i = 0; i < cl->nq && idle; i++)
 			idle = cl->q[i].data_out == 0;
 		if (stop && idle)
 			break;
-		if (pump(cl, o->busy ? 0 : 100))
+		if (pump(cl, o->busy ? 0 : 100)) {
+			perf_live_end(&live);
 			return -1;
+		}
 		perf_peak_update(&pk, tc_now_ns(), cl->row_done, size);
+		perf_live_bw(&live, tc_now_ns(), cl->row_done);
 	}
+	perf_live_end(&live);
 	row.size = size;
 	row.msgs = cl->row_done;
 	row.ns = cl->last_done_ns - t0;
@@ -569,15 +589,17 @@ static int run_bw_row(struct client *cl, uint32_t size)
 	if (end_row(cl))
 		return -1;
 	perf_report_bw(o, &row);
+	perf_total_add(&cl->total, row.msgs, row.msgs * size, row.ns);
 	return 0;
 }
 
 static int run_lat_row(struct client *cl, uint32_t size)
 {
 	const struct perf_opts *o = cl->o;
-	uint64_t iters = perf_default_iters(o, size), deadline = 0, i;
+	uint64_t iters = perf_default_iters(o, size), deadline = 0, min_end = 0, sum = 0, i;
 	struct perf_samples smp = { NULL, 0, 0 };
 	struct perf_lat_row row;
+	struct perf_live live;
 	struct cqp *q = &cl->q[0];
 	struct iw_sge sge = { (uintptr_t)cl->buf, size, iw_mr_stag(cl->buf_mr) };
 	struct iw_send_wr wr = { .wr_id = WRID(KIND_DATA, 0, 0), .sg_list = &sge, .num_sge = 1, .opcode = IW_WR_SEND };
@@ -585,6 +607,7 @@ static int run_lat_row(struct client *cl, uint32_t size)
 
 	cl->cur_size = size;
 	q->posted = q->done = 0;
+	perf_live_start(&live, o, size, tc_now_ns());
 	for (i = 0;; i++) {
 		struct iw_send_wr *bad;
 		uint64_t t0, t1;
@@ -592,9 +615,13 @@ static int run_lat_row(struct client *cl, uint32_t size)
 
 		/* -D counts from the end of the warm-up: a slow warm-up (the
 		 * first-FPDU delay, a loaded machine) must not eat the row. */
-		if (o->duration > 0 && i == LAT_WARMUP)
-			deadline = tc_now_ns() + (uint64_t)(o->duration * 1e9);
-		if (o->duration > 0 ? (deadline && tc_now_ns() >= deadline) : i >= LAT_WARMUP + iters)
+		if (i == LAT_WARMUP) {
+			if (o->duration > 0)
+				deadline = tc_now_ns() + (uint64_t)(o->duration * 1e9);
+			min_end = perf_min_end(o, tc_now_ns());
+		}
+		if (o->duration > 0 ? (deadline && tc_now_ns() >= deadline)
+				    : (i >= LAT_WARMUP + iters && tc_now_ns() >= min_end))
 			break;
 		while (q->data_out > 0 || q->sends_total >= q->credit_limit)
 			if (pump(cl, 0))
@@ -617,7 +644,11 @@ static int run_lat_row(struct client *cl, uint32_t size)
 			fail(cl, "out of memory for samples");
 			goto out;
 		}
+		if (i >= LAT_WARMUP)
+			sum += t1 - t0;
+		perf_live_lat(&live, t1, smp.n, sum);
 	}
+	perf_live_end(&live);
 	while (q->data_out > 0)
 		if (pump(cl, 0))
 			goto out;
@@ -627,8 +658,10 @@ static int run_lat_row(struct client *cl, uint32_t size)
 	row.iters = smp.n;
 	row.rtt_ns = smp.v;
 	perf_report_lat(o, &row);
+	perf_total_add(&cl->total, row.iters, row.iters * size, perf_lat_sum_ns(&row));
 	rc = 0;
 out:
+	perf_live_end(&live);
 	free(smp.v);
 	return rc;
 }
@@ -756,6 +789,8 @@ int perf_client_iwarp(const struct perf_opts *o)
 			else
 				run_bw_row(&cl, o->sizes[s]);
 		}
+		if (!cl.failed)
+			perf_report_summary(o, &cl.total);
 	}
 	if (cl.ch)
 		disconnect_all(&cl);

@@ -548,6 +548,13 @@ int perf_server(const struct perf_opts *o)
 		goto out;
 	if (o->verbose)
 		printf("iwperf server: iWARP on port %s, TCP on port %s\n", o->port, o->tcp_port);
+	/* Both ports are open now: say so (scripts wait for this line). */
+	if (iw_cm_local_addr(s.listen_id, &ss) == 0) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "(iWARP) and TCP port %s (plain TCP baseline)", o->tcp_port);
+		tc_announce_listen((struct sockaddr *)&ss, what);
+	}
 	status = 0;
 	while (!tc_stop) {
 		if (turn(&s, pfd, &last)) {

@@ -420,6 +420,7 @@ struct tclient {
 	uint32_t max_size;
 	uint64_t sent_total; /* bytes over all data connections, all rows */
 	uint32_t row;
+	struct perf_total total;
 };
 
 static int tcp_connect(const struct sockaddr_storage *dst, socklen_t len, const struct perf_tcp_hello *h,
@@ -477,7 +478,7 @@ static int tcp_end_row(struct tclient *t)
 static int tcp_bw_row(struct tclient *t, uint32_t size)
 {
 	const struct perf_opts *o = t->o;
-	uint64_t iters = perf_default_iters(o, size), t0, deadline = 0, last_done, done = 0;
+	uint64_t iters = perf_default_iters(o, size), t0, deadline = 0, min_end, last_done, done = 0;
 	uint64_t *cnt = calloc(t->n, sizeof(uint64_t));
 	uint32_t *off = calloc(t->n, sizeof(uint32_t));
 	struct pollfd *pfd = calloc(t->n, sizeof(*pfd));
@@ -485,6 +486,7 @@ static int tcp_bw_row(struct tclient *t, uint32_t size)
 	struct tc_watchdog wd;
 	struct perf_bw_row row;
 	struct perf_peak pk;
+	struct perf_live live;
 	double cpu0;
 	bool stop = false;
 	int rc = -1;
@@ -499,13 +501,18 @@ static int tcp_bw_row(struct tclient *t, uint32_t size)
 	if (o->duration > 0)
 		deadline = t0 + (uint64_t)(o->duration * 1e9);
 	perf_peak_init(&pk, o, iters * t->n, t0);
+	min_end = perf_min_end(o, t0);
+	perf_live_start(&live, o, size, t0);
 	for (;;) {
 		uint32_t i, np = 0;
+		/* Count mode: iters per connection, once a message completed
+		 * after the minimum time (so the timed row covers it). */
+		bool counting = !deadline && last_done >= min_end;
 
 		if (deadline && !stop && tc_now_ns() >= deadline)
 			stop = true;
 		for (i = 0; i < t->n; i++) {
-			bool more = off[i] > 0 || (!stop && (deadline || cnt[i] < iters));
+			bool more = off[i] > 0 || (!stop && (!counting || cnt[i] < iters));
 
 			if (!more)
 				continue;
@@ -547,13 +554,16 @@ static int tcp_bw_row(struct tclient *t, uint32_t size)
 				cnt[k]++;
 				done++;
 				last_done = tc_now_ns();
-				if (stop || (!deadline && cnt[k] >= iters))
+				if (stop || (counting && cnt[k] >= iters))
 					break;
 				if (deadline && last_done >= deadline)
 					break;
+				if (!deadline && !counting && last_done >= min_end)
+					break; /* the minimum time is up: count mode */
 			}
 		}
 		perf_peak_update(&pk, tc_now_ns(), done, size);
+		perf_live_bw(&live, tc_now_ns(), done);
 		if (tc_stop) {
 			tc_err("interrupted");
 			goto out;
@@ -563,6 +573,7 @@ static int tcp_bw_row(struct tclient *t, uint32_t size)
 			goto out;
 		}
 	}
+	perf_live_end(&live);
 	row.size = size;
 	row.msgs = done;
 	row.ns = last_done - t0;
@@ -571,8 +582,10 @@ static int tcp_bw_row(struct tclient *t, uint32_t size)
 	if (tcp_end_row(t))
 		goto out;
 	perf_report_bw(o, &row);
+	perf_total_add(&t->total, row.msgs, row.msgs * size, row.ns);
 	rc = 0;
 out:
+	perf_live_end(&live);
 	free(cnt);
 	free(off);
 	free(pfd);
@@ -608,22 +621,27 @@ static int spin_xfer(struct tclient *t, int fd, uint8_t *p, size_t len, bool wr)
 static int tcp_lat_row(struct tclient *t, uint32_t size)
 {
 	const struct perf_opts *o = t->o;
-	uint64_t iters = perf_default_iters(o, size), deadline = 0, i;
+	uint64_t iters = perf_default_iters(o, size), deadline = 0, min_end = 0, sum = 0, i;
 	struct perf_samples smp = { NULL, 0, 0 };
 	struct perf_lat_row row;
+	struct perf_live live;
 	uint8_t *in = malloc(size);
 	int fd = t->fds[0], rc = -1;
 
 	if (in == NULL)
 		return -1;
+	perf_live_start(&live, o, size, tc_now_ns());
 	for (i = 0;; i++) {
 		uint64_t t0, t1;
 
 		/* -D counts from the end of the warm-up: a slow warm-up (the
 		 * first-FPDU delay, a loaded machine) must not eat the row. */
-		if (o->duration > 0 && i == 8)
-			deadline = tc_now_ns() + (uint64_t)(o->duration * 1e9);
-		if (o->duration > 0 ? (deadline && tc_now_ns() >= deadline) : i >= 8 + iters)
+		if (i == 8) {
+			if (o->duration > 0)
+				deadline = tc_now_ns() + (uint64_t)(o->duration * 1e9);
+			min_end = perf_min_end(o, tc_now_ns());
+		}
+		if (o->duration > 0 ? (deadline && tc_now_ns() >= deadline) : (i >= 8 + iters && tc_now_ns() >= min_end))
 			break;
 		t0 = tc_now_ns();
 		if (spin_xfer(t, fd, t->buf, size, true) || spin_xfer(t, fd, in, size, false))
@@ -632,15 +650,21 @@ static int tcp_lat_row(struct tclient *t, uint32_t size)
 		t->sent_total += size;
 		if (i >= 8 && perf_samples_push(&smp, t1 - t0))
 			goto out;
+		if (i >= 8)
+			sum += t1 - t0;
+		perf_live_lat(&live, t1, smp.n, sum);
 	}
+	perf_live_end(&live);
 	if (tcp_end_row(t))
 		goto out;
 	row.size = size;
 	row.iters = smp.n;
 	row.rtt_ns = smp.v;
 	perf_report_lat(o, &row);
+	perf_total_add(&t->total, row.iters, row.iters * size, perf_lat_sum_ns(&row));
 	rc = 0;
 out:
+	perf_live_end(&live);
 	free(smp.v);
 	free(in);
 	return rc;
@@ -699,6 +723,8 @@ int perf_client_tcp(const struct perf_opts *o)
 	rc = 0;
 	for (s = 0; s < o->nsizes && rc == 0; s++)
 		rc = o->test == PT_LAT ? tcp_lat_row(&t, o->sizes[s]) : tcp_bw_row(&t, o->sizes[s]);
+	if (rc == 0)
+		perf_report_summary(o, &t.total);
 	rc = rc ? 1 : 0;
 out:
 	for (i = 0; t.fds && i < t.n; i++)

@@ -56,6 +56,23 @@ enum conn_state {
 	ST_CLOSED,
 };
 
+/* For messages: what a connection is doing, in words. */
+static const char *state_words(enum conn_state st)
+{
+	switch (st) {
+	case ST_CONNECTING: return "while connecting";
+	case ST_WAIT_GO1: return "waiting for the server to read the ping (first go-ahead)";
+	case ST_WAIT_GO2: return "waiting for the server to write the ping back (second go-ahead)";
+	case ST_WAIT_SRC: return "waiting for the client's source advert";
+	case ST_READING: return "reading the client's data (RDMA READ)";
+	case ST_WAIT_SINK: return "waiting for the client's sink advert";
+	case ST_WRITING: return "writing the data back (RDMA WRITE)";
+	case ST_CLOSING: return "while disconnecting";
+	case ST_CLOSED: return "after the connection closed";
+	}
+	return "";
+}
+
 struct opts {
 	bool server, client, verbose, verify, debug, persistent, markers;
 	const char *addr;
@@ -511,7 +528,7 @@ static void handle_cm_event(struct app *a, struct iw_cm_event *ev)
 	struct conn *c = ev->id ? iw_cm_id_context(ev->id) : NULL;
 	enum iw_cm_event_type type = ev->type;
 
-	dbg(a, "CM event %s (status %d)", tc_cm_event_str(type), ev->status);
+	dbg(a, "CM event %s (status %d)", iw_cm_event_str(type), ev->status);
 	if (type == IW_CM_EVENT_CONNECT_REQUEST) {
 		struct iw_cm_id *id = ev->id;
 		uint16_t ord = ev->ord;
@@ -548,6 +565,12 @@ static void handle_cm_event(struct app *a, struct iw_cm_event *ev)
 		 * the server sees the client leave between iterations. */
 		bool clean = (c->state == ST_CLOSING && !c->failed) ||
 			     (a->o.server && c->state == ST_WAIT_SRC && !c->failed);
+
+		/* A Terminate (e.g. the peer refused our RDMA WRITE: that WRITE
+		 * completed successfully here, as iWARP does) shows only in
+		 * iw_qp_error(); DISCONNECTED then has status 0. */
+		if (clean && iw_term_cause_is_set(iw_qp_error(c->qp)))
+			clean = false;
 
 		if (!clean && !c->failed) {
 			tc_report_cm_event(c->name, ev);
@@ -602,9 +625,13 @@ static void check_timeouts(struct app *a)
 			c->state = ST_CLOSED;
 			continue;
 		}
-		tc_err("%s: no progress for %.0f s (state %d, %llu pings done)", c->name, a->o.timeout_s, c->state,
+		tc_err("%s: no progress for %g s %s (%llu pings done)", c->name, a->o.timeout_s, state_words(c->state),
 		       (unsigned long long)c->iter);
-		conn_fail(a, c);
+		/* The peer is not answering: waiting for a DISCONNECTED on top
+		 * of the timeout would overrun --timeout. Teardown aborts. */
+		c->failed = true;
+		tc_report_qp_error(c->name, c->qp);
+		c->state = ST_CLOSED;
 	}
 }
 
@@ -717,7 +744,7 @@ static int start_server(struct app *a)
 		return rc;
 	}
 	if (iw_cm_local_addr(a->listen_id, &ss) == 0)
-		dbg(a, "listening on %s", tc_addr_str((struct sockaddr *)&ss, name, sizeof(name)));
+		tc_announce_listen((struct sockaddr *)&ss, NULL);
 	return 0;
 }
 
@@ -728,7 +755,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "SYNOPSIS\n"
 	      "    iwping -s [-a ADDR] [-p PORT] [-P] [-v] [-d] [OPTIONS]\n"
-	      "    iwping -c -a ADDR [-p PORT] [-S SIZE] [-C COUNT] [-v] [-V] [-d] [OPTIONS]\n"
+	      "    iwping -c [-a] ADDR [-p PORT] [-S SIZE] [-C COUNT] [-v] [-V] [-d] [OPTIONS]\n"
 	      "\n"
 	      "DESCRIPTION\n"
 	      "    Each iteration the client advertises its source buffer with a SEND, the\n"
@@ -739,9 +766,11 @@ static void usage(FILE *f)
 	      "\n"
 	      "OPTIONS\n"
 	      "    -s, --server         run as the server\n"
-	      "    -c, --client         run as the client\n"
+	      "    -c, --client         run as the client (the server address follows,\n"
+	      "                         as -c ADDR or -c -a ADDR)\n"
 	      "    -a, --addr ADDR      server address (client: required; server: bind\n"
-	      "                         address, default all IPv4 addresses)\n"
+	      "                         address, default all IPv4 addresses); the server\n"
+	      "                         prints \"listening on ADDR:PORT\" on stderr once up\n"
 	      "    -p, --port PORT      TCP port (default 7174)\n"
 	      "    -S, --size SIZE      ping size in bytes, 23..65535 (default 64)\n"
 	      "    -C, --count COUNT    iterations (client; default: until interrupted)\n"
@@ -807,57 +836,42 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'c': o->client = true; break;
 		case 'a': o->addr = optarg; break;
 		case 'p':
-			if (tc_parse_uint(optarg, 1, 65535, &v)) {
-				tc_err("invalid port %s", optarg);
-				return -1;
-			}
+			if (tc_parse_uint(optarg, 1, 65535, &v))
+				return tc_bad_value("-p/--port", optarg, "1..65535");
 			o->port = optarg;
 			break;
 		case 'S':
-			if (tc_parse_uint(optarg, PING_MIN_SIZE, PING_MAX_SIZE, &v)) {
-				tc_err("Invalid size %s (valid range is %u to %u)", optarg, PING_MIN_SIZE,
-				       PING_MAX_SIZE);
-				return -1;
-			}
+			if (tc_parse_uint(optarg, PING_MIN_SIZE, PING_MAX_SIZE, &v))
+				return tc_bad_value("-S/--size", optarg, "23..65535 bytes, rping's limits");
 			o->size = (uint32_t)v;
 			break;
 		case 'C':
-			if (tc_parse_uint(optarg, 1, UINT64_MAX, &o->count)) {
-				tc_err("invalid count %s", optarg);
-				return -1;
-			}
+			if (tc_parse_uint(optarg, 1, UINT64_MAX, &o->count))
+				return tc_bad_value("-C/--count", optarg, "1..18446744073709551615");
 			break;
 		case 'v': o->verbose = true; break;
 		case 'V': o->verify = true; break;
 		case OPT_TRANSPORT:
-			if (tc_parse_transport(optarg, &o->tr.kind)) {
-				tc_err("invalid transport %s (kernel or raw)", optarg);
-				return -1;
-			}
+			if (tc_parse_transport(optarg, &o->tr.kind))
+				return tc_bad_value("--transport", optarg, "kernel or raw");
 			break;
 		case OPT_DEV: o->tr.dev = optarg; break;
 		case OPT_IP: o->tr.ip = optarg; break;
 		case 'd': o->debug = true; break;
 		case 'P': o->persistent = true; break;
 		case OPT_CRC:
-			if (tc_parse_crc(optarg, &o->crc)) {
-				tc_err("--crc takes on, off or required");
-				return -1;
-			}
+			if (tc_parse_crc(optarg, &o->crc))
+				return tc_bad_value("--crc", optarg, "on, off or required");
 			break;
 		case OPT_MARKERS: o->markers = true; break;
 		case OPT_TRACE: o->trace = optarg; break;
 		case OPT_TIMEOUT:
-			if (tc_parse_seconds(optarg, &o->timeout_s) || o->timeout_s < 0.1) {
-				tc_err("invalid timeout %s", optarg);
-				return -1;
-			}
+			if (tc_parse_seconds(optarg, &o->timeout_s) || o->timeout_s < 0.1)
+				return tc_bad_value("--timeout", optarg, "0.1..10000000 seconds");
 			break;
 		case OPT_DEAD_PEER:
-			if (tc_parse_seconds(optarg, &o->dead_peer_s) || o->dead_peer_s < 0.1 || o->dead_peer_s > 86400) {
-				tc_err("invalid dead-peer timeout %s", optarg);
-				return -1;
-			}
+			if (tc_parse_seconds(optarg, &o->dead_peer_s) || o->dead_peer_s < 0.1 || o->dead_peer_s > 86400)
+				return tc_bad_value("--dead-peer", optarg, "0.1..86400 seconds");
 			break;
 		case 'h':
 			usage(stdout);
@@ -866,8 +880,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return -1;
 		}
 	}
+	/* "-c ADDR" like iwperf: the client's one operand is the address. */
+	if (o->client && o->addr == NULL && optind < argc)
+		o->addr = argv[optind++];
 	if (optind < argc) {
-		tc_err("unexpected argument %s", argv[optind]);
+		tc_err("unexpected argument %s%s", argv[optind],
+		       o->client && o->addr ? " (the server address is given once: -c ADDR or -c -a ADDR)" : "");
 		return -1;
 	}
 	if (o->server == o->client) {
@@ -875,7 +893,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	if (o->client && o->addr == NULL) {
-		tc_err("the client needs -a ADDR");
+		tc_err("the client needs the server's address: -c ADDR or -c -a ADDR");
 		return -1;
 	}
 	if (o->persistent && o->client) {

@@ -267,19 +267,6 @@ void *tc_alloc_buf(size_t len)
 	return p;
 }
 
-const char *tc_cm_event_str(enum iw_cm_event_type t)
-{
-	switch (t) {
-	case IW_CM_EVENT_CONNECT_REQUEST: return "CONNECT_REQUEST";
-	case IW_CM_EVENT_ESTABLISHED: return "ESTABLISHED";
-	case IW_CM_EVENT_REJECTED: return "REJECTED";
-	case IW_CM_EVENT_DISCONNECTED: return "DISCONNECTED";
-	case IW_CM_EVENT_CONNECT_ERROR: return "CONNECT_ERROR";
-	case IW_CM_EVENT_TIMEWAIT_EXIT: return "TIMEWAIT_EXIT";
-	}
-	return "UNKNOWN";
-}
-
 const char *tc_wc_opcode_str(enum iw_wc_opcode op)
 {
 	switch (op) {
@@ -292,14 +279,9 @@ const char *tc_wc_opcode_str(enum iw_wc_opcode op)
 	return "WR";
 }
 
-static bool cause_set(struct iw_term_cause c)
-{
-	return c.layer != 0 || c.etype != 0 || c.ecode != 0;
-}
-
 void tc_report_wc(const char *who, const struct iw_wc *wc)
 {
-	if (cause_set(wc->cause))
+	if (iw_term_cause_is_set(wc->cause))
 		fprintf(stderr, "%s: %s: %s failed: %s (Terminate cause: %s; layer %u etype %u ecode 0x%02x)\n",
 			progname, who, tc_wc_opcode_str(wc->opcode), iw_wc_status_str(wc->status),
 			iw_term_cause_str(wc->cause), wc->cause.layer, wc->cause.etype, wc->cause.ecode);
@@ -315,7 +297,7 @@ void tc_report_qp_error(const char *who, const struct iw_qp *qp)
 	if (qp == NULL)
 		return;
 	c = iw_qp_error(qp);
-	if (cause_set(c))
+	if (iw_term_cause_is_set(c))
 		fprintf(stderr, "%s: %s: connection stopped: %s (layer %u etype %u ecode 0x%02x)\n", progname,
 			who, iw_term_cause_str(c), c.layer, c.etype, c.ecode);
 }
@@ -339,6 +321,73 @@ static void print_pdata(const struct iw_cm_event *ev)
 		fprintf(stderr, " (%u bytes of private data)", ev->private_data_len);
 }
 
+const char *tc_escape(const void *p, size_t n, char *buf, size_t cap)
+{
+	const unsigned char *b = p;
+	size_t o = 0, i;
+
+	if (cap < 8) {
+		if (cap)
+			buf[0] = '\0';
+		return buf;
+	}
+	for (i = 0; i < n; i++) {
+		char t[8];
+		unsigned char ch = b[i];
+
+		if (ch == '\r' || ch == '\n' || ch == '\t')
+			snprintf(t, sizeof(t), "\\%c", ch == '\r' ? 'r' : ch == '\n' ? 'n' : 't');
+		else if (ch == '"' || ch == '\\')
+			snprintf(t, sizeof(t), "\\%c", ch);
+		else if (ch >= 0x20 && ch < 0x7f)
+			snprintf(t, sizeof(t), "%c", ch);
+		else
+			snprintf(t, sizeof(t), "\\x%02x", ch);
+		if (o + strlen(t) + 4 > cap) {
+			strcpy(buf + o, "...");
+			return buf;
+		}
+		strcpy(buf + o, t);
+		o += strlen(t);
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* CONNECT_ERROR with what the peer sent instead of an MPA Reply (the CM
+ * hands those bytes over as the event's private data). */
+static void report_not_mpa(const char *who, const struct iw_cm_event *ev)
+{
+	static const char key[] = "MPA ID Rep Frame";
+	char text[200];
+	size_t n = ev->private_data_len < 48 ? ev->private_data_len : 48;
+
+	tc_escape(ev->private_data, n, text, sizeof(text));
+	if (n < ev->private_data_len && strlen(text) + 4 < sizeof(text))
+		strcat(text, "...");
+	if (ev->private_data_len >= sizeof(key) - 1 && memcmp(ev->private_data, key, sizeof(key) - 1) == 0)
+		fprintf(stderr, "%s: %s: connection failed: the peer's MPA Reply is invalid (\"%s\")\n", progname, who,
+			text);
+	else
+		fprintf(stderr, "%s: %s: connection failed: peer sent \"%s\" which is not an MPA Reply "
+			"(is an iWARP server listening there?)\n", progname, who, text);
+}
+
+int tc_bad_value(const char *opt, const char *val, const char *valid)
+{
+	tc_err("invalid value '%s' for %s (valid: %s)", val ? val : "", opt, valid);
+	return -1;
+}
+
+void tc_announce_listen(const struct sockaddr *sa, const char *what)
+{
+	char a[INET6_ADDRSTRLEN + 16];
+
+	fprintf(stderr, "%s: listening on %s%s%s\n", progname, tc_addr_str(sa, a, sizeof(a)), what ? " " : "",
+		what ? what : "");
+	fflush(stderr);
+}
+
 void tc_report_cm_event(const char *who, const struct iw_cm_event *ev)
 {
 	switch (ev->type) {
@@ -350,8 +399,11 @@ void tc_report_cm_event(const char *who, const struct iw_cm_event *ev)
 		fputc('\n', stderr);
 		break;
 	case IW_CM_EVENT_CONNECT_ERROR:
-		fprintf(stderr, "%s: %s: connection failed: %s\n", progname, who,
-			ev->status ? strerror(-ev->status) : "TCP or MPA failure");
+		if (ev->private_data_len > 0)
+			report_not_mpa(who, ev);
+		else
+			fprintf(stderr, "%s: %s: connection failed: %s\n", progname, who,
+				ev->status ? strerror(-ev->status) : "TCP or MPA failure");
 		break;
 	case IW_CM_EVENT_DISCONNECTED:
 		fprintf(stderr, "%s: %s: peer disconnected%s%s\n", progname, who, ev->status ? ": " : "",
@@ -359,7 +411,7 @@ void tc_report_cm_event(const char *who, const struct iw_cm_event *ev)
 		break;
 	default:
 		fprintf(stderr, "%s: %s: unexpected CM event %s (status %d)\n", progname, who,
-			tc_cm_event_str(ev->type), ev->status);
+			iw_cm_event_str(ev->type), ev->status);
 		break;
 	}
 }

@@ -46,7 +46,8 @@ int tc_transport_apply(const struct tc_transport *t, struct iw_context_attr *ca)
 	"                         kernel TCP sockets (default) or our own TCP/IP on\n"         \
 	"                         raw frames (needs CAP_NET_RAW, --dev and --ip)\n"            \
 	"        --dev IFACE      raw: the interface\n"                                         \
-	"        --ip ADDR/PREFIX raw: our IPv4 address (not the kernel's) and prefix\n"
+	"        --ip ADDR/PREFIX\n"                                                            \
+	"                         raw: our IPv4 address (not the kernel's) and prefix\n"
 
 /* getaddrinfo() for TCP; host NULL with passive: the wildcard address.
  * 0, or -EINVAL after printing the resolver's message. */
@@ -66,7 +67,6 @@ uint64_t tc_get_be64(const uint8_t *p);
 /* Page-aligned zeroed buffer (free with free()), NULL on failure. */
 void *tc_alloc_buf(size_t len);
 
-const char *tc_cm_event_str(enum iw_cm_event_type t);
 const char *tc_wc_opcode_str(enum iw_wc_opcode op);
 /* "who: <opcode> failed: <status> (Terminate cause: <cause>)" on stderr. */
 void tc_report_wc(const char *who, const struct iw_wc *wc);
@@ -85,6 +85,18 @@ struct tc_watchdog {
 void tc_watchdog_init(struct tc_watchdog *w, double limit_s);
 void tc_watchdog_kick(struct tc_watchdog *w);
 bool tc_watchdog_expired(const struct tc_watchdog *w);
+
+/* A bad option value, the way every tool says it:
+ * "PROG: invalid value 'VAL' for OPT (valid: RANGE)". Returns -1. */
+int tc_bad_value(const char *opt, const char *val, const char *valid);
+
+/* "PROG: listening on ADDR:PORT[ what]" on stderr, once the server is up:
+ * scripts wait for this line instead of polling for the port. */
+void tc_announce_listen(const struct sockaddr *sa, const char *what);
+
+/* Bytes as a C-like string for messages: printable ASCII as is, \r \n \t
+ * and \" \\ escaped, anything else as \xNN; "..." appended when cut. */
+const char *tc_escape(const void *p, size_t n, char *buf, size_t cap);
 
 /* Print a run-time error (prefixed with the program name) to stderr. */
 void tc_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -13,7 +13,26 @@
  * Active side: create id, create a QP, iw_cm_connect(id, qp, addr);
  * IW_CM_EVENT_ESTABLISHED, IW_CM_EVENT_REJECTED or an error follows.
  * Either side: iw_cm_disconnect(); both get IW_CM_EVENT_DISCONNECTED and
- * the QP's outstanding work requests are flushed. */
+ * the QP's outstanding work requests are flushed.
+ *
+ * Ownership of a CONNECT_REQUEST's id: once the event is fetched the new
+ * id belongs to the application, whatever it answers, and must be freed
+ * with iw_cm_destroy_id(). Rejected: iw_cm_reject() then
+ * iw_cm_destroy_id() at once (the reject frame is already written).
+ * Accepted: after ESTABLISHED the connection lives in the QP; the id only
+ * reports its events. Tear down in this order: iw_cm_disconnect(), wait
+ * for DISCONNECTED, poll the flushed completions, iw_destroy_qp(), then
+ * iw_cm_destroy_id() (destroying the id first is safe too, but
+ * DISCONNECTED is then not reported). If accept fails, or the event was
+ * CONNECT_ERROR, destroy the QP (if any) and the id the same way. The
+ * listening id is separate: destroying it drops only the requests the
+ * application has not fetched yet.
+ *
+ * NULL arguments: param of iw_cm_connect()/iw_cm_accept() may be NULL
+ * (no private data, IRD/ORD 16, CRC on, no markers, MPA rev 2, the
+ * defaults below); iw_cm_reject() takes NULL private data with len 0;
+ * the context of iw_cm_create_id() may be NULL; iw_cm_listen_param()
+ * takes a NULL param. Every other pointer is required (-EINVAL). */
 #ifndef IWARP_CM_H
 #define IWARP_CM_H
 
@@ -91,17 +110,28 @@ enum iw_cm_event_type {
 	IW_CM_EVENT_ESTABLISHED,
 	IW_CM_EVENT_REJECTED,
 	IW_CM_EVENT_DISCONNECTED,
-	IW_CM_EVENT_CONNECT_ERROR, /* TCP or MPA failure; status says why */
+	/* TCP or MPA failure; status says why. When the peer answered our
+	 * MPA Request with something that is not a valid MPA Reply (status
+	 * -EPROTO, or the error the connection ended with), private_data
+	 * holds the bytes it sent (the first 512 at most). */
+	IW_CM_EVENT_CONNECT_ERROR,
+	/* Never reported by libiwarp: there is no TIME_WAIT to wait out; an
+	 * id may be destroyed as soon as DISCONNECTED (or an error) came.
+	 * Kept so that code written for librdmacm's event list compiles. */
 	IW_CM_EVENT_TIMEWAIT_EXIT,
 };
+
+/* "CONNECT_REQUEST", "ESTABLISHED", ...; never NULL. */
+const char *iw_cm_event_str(enum iw_cm_event_type t);
 
 struct iw_cm_event {
 	enum iw_cm_event_type type;
 	struct iw_cm_id *id;        /* CONNECT_REQUEST: the new id to accept/reject */
 	struct iw_cm_id *listen_id; /* CONNECT_REQUEST: the listening id */
 	int status;                 /* 0 or a negative errno */
-	/* What the peer sent (CONNECT_REQUEST, ESTABLISHED, REJECTED). Valid
-	 * until the event is acked. */
+	/* What the peer sent (CONNECT_REQUEST, ESTABLISHED, REJECTED; the
+	 * non-MPA answer of a CONNECT_ERROR). Valid until the event is
+	 * acked. */
 	const void *private_data;
 	uint16_t private_data_len;
 	uint16_t ird, ord;          /* the peer's (request) or the agreed (established) */

@@ -70,21 +70,34 @@ enum {
 	IW_ECODE_MPA_NO_RTR = 0x07,
 };
 
+/* A cause, or no cause. (0,0,0x00) is a real Terminate triple (RDMAP
+ * local catastrophic error), so "no cause" is told by valid == false: a
+ * healthy QP (iw_qp_error), a successful completion, a flush after a clean
+ * disconnect. A zero-initialised struct is "no cause"; IW_TERM_CAUSE()
+ * makes a real one. */
 struct iw_term_cause {
 	uint8_t layer;
 	uint8_t etype;
 	uint8_t ecode;
+	bool valid; /* false: no cause (layer, etype, ecode are then 0) */
 };
 
-#define IW_TERM_CAUSE(l, e, c) ((struct iw_term_cause){ (l), (e), (c) })
+#define IW_TERM_CAUSE(l, e, c) ((struct iw_term_cause){ (l), (e), (c), true })
+#define IW_TERM_CAUSE_NONE ((struct iw_term_cause){ 0, 0, 0, false })
 
-static inline bool iw_term_cause_eq(struct iw_term_cause a, struct iw_term_cause b)
+static inline bool iw_term_cause_is_set(struct iw_term_cause c)
 {
-	return a.layer == b.layer && a.etype == b.etype && a.ecode == b.ecode;
+	return c.valid;
 }
 
-/* Human-readable name of a cause, e.g. "DDP tagged: invalid STag".
- * Never NULL; unknown triples get a generic text. */
+/* Same triple, or both "no cause". */
+static inline bool iw_term_cause_eq(struct iw_term_cause a, struct iw_term_cause b)
+{
+	return a.valid == b.valid && a.layer == b.layer && a.etype == b.etype && a.ecode == b.ecode;
+}
+
+/* Human-readable name of a cause, e.g. "DDP tagged: invalid STag";
+ * "no cause" when !valid. Never NULL; unknown triples get a generic text. */
 const char *iw_term_cause_str(struct iw_term_cause c);
 
 #ifdef __cplusplus

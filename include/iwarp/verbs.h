@@ -75,6 +75,8 @@ struct iw_context_attr {
 	const char *raw_ip;
 };
 
+/* attr may be NULL: every default (kernel TCP, the limits shown, tracing
+ * only if IWARP_TRACE is set). */
 int iw_context_create(const struct iw_context_attr *attr, struct iw_context **out);
 /* Fails with -EBUSY while objects (PDs, CQs, channels, CM ids) exist. */
 int iw_context_destroy(struct iw_context *ctx);
@@ -151,8 +153,10 @@ struct iw_wc {
 	unsigned flags;
 	uint32_t invalidated_stag;
 	struct iw_qp *qp;
-	/* For error statuses caused by a Terminate (sent or received): the
-	 * RFC cause; otherwise zero. */
+	/* For error statuses caused by a Terminate (sent or received), and
+	 * for flushes after one: the RFC cause (valid == true). Otherwise no
+	 * cause (valid == false): successful completions, flushes after a
+	 * clean disconnect, errors without a Terminate. */
 	struct iw_term_cause cause;
 };
 
@@ -162,6 +166,13 @@ int iw_comp_channel_fd(const struct iw_comp_channel *ch);
 /* Next CQ that fired (after iw_req_notify_cq). Non-blocking: -EAGAIN if none. */
 int iw_get_cq_event(struct iw_comp_channel *ch, struct iw_cq **cq);
 
+/* A CQ of cqe entries; ch may be NULL (no notification). Overflow: a
+ * completion that finds the CQ full is lost. In its place the CQ reports
+ * one IW_WC_FATAL_ERR entry (wr_id and qp of the first lost completion,
+ * byte_len = how many were lost since), and the QP that lost it stops: it
+ * sends the Terminate RDMAP (0,0,0x00) "local catastrophic error", goes
+ * to IW_QPS_ERROR (iw_qp_error() returns that cause) and flushes. Size a
+ * CQ for every WR that can be outstanding on the QPs that share it. */
 int iw_create_cq(struct iw_context *ctx, int cqe, struct iw_comp_channel *ch, struct iw_cq **out);
 int iw_destroy_cq(struct iw_cq *cq); /* -EBUSY while QPs use it */
 /* Up to n completions into wc; returns how many (>= 0). */
@@ -229,6 +240,7 @@ struct iw_srq_init_attr {
 	uint32_t max_sge;
 };
 
+/* attr may be NULL: 128 WRs of 4 SGEs (also for fields left 0). */
 int iw_create_srq(struct iw_pd *pd, const struct iw_srq_init_attr *attr, struct iw_srq **out);
 int iw_destroy_srq(struct iw_srq *srq); /* -EBUSY while QPs use it */
 int iw_post_srq_recv(struct iw_srq *srq, struct iw_recv_wr *wr, struct iw_recv_wr **bad_wr);
@@ -260,14 +272,28 @@ enum iw_qp_state {
 	IW_QPS_CLOSED,
 };
 
+/* attr is required (send_cq and recv_cq at least); cap fields left 0
+ * take the defaults shown. */
 int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw_qp **out);
-/* Also closes the connection (abortively if still connected) and
- * flushes what is outstanding. */
+/* Also closes the connection (abortively if still connected). Work
+ * requests still outstanding are dropped without completions (their
+ * regions are released): to see every completion, disconnect, wait for
+ * IW_CM_EVENT_DISCONNECTED and poll the flushes first. */
 int iw_destroy_qp(struct iw_qp *qp);
 
 enum iw_qp_state iw_qp_state(const struct iw_qp *qp);
 void *iw_qp_context(const struct iw_qp *qp);
-/* The cause that stopped the QP (zero while healthy). */
+/* The Terminate cause that stopped the QP, sent or received; no cause
+ * (valid == false) while healthy and after a clean disconnect.
+ *
+ * Remote protection errors on our RDMA WRITE (and SEND) show only here.
+ * iWARP completes a WRITE locally once the transport has taken it (RFC
+ * 5040 sec. 5.1), so its completion is IW_WC_SUCCESS even when the peer
+ * then refuses it (bad STag, bounds, rights): the peer's Terminate moves
+ * the QP to IW_QPS_ERROR, later WRs are flushed with this cause, and the
+ * CM reports IW_CM_EVENT_DISCONNECTED with status 0. Check iw_qp_error()
+ * when DISCONNECTED arrives to tell a refusal from a clean close. (An
+ * RDMA READ the peer refuses completes with IW_WC_REM_ACCESS_ERR.) */
 struct iw_term_cause iw_qp_error(const struct iw_qp *qp);
 
 /* Receive WRs may be posted before the connection is established; send

@@ -19,7 +19,7 @@ const char *hp_cause(struct iw_term_cause c, int slot)
 {
 	static char buf[4][40];
 	snprintf(buf[slot & 3], sizeof(buf[0]), "%u/%u/0x%02x (%s)", c.layer, c.etype, c.ecode,
-		 c.layer || c.etype || c.ecode ? "set" : "none");
+		 c.valid ? "set" : "none");
 	return buf[slot & 3];
 }
 
@@ -351,7 +351,7 @@ static void take(struct hp_env *e, const struct iw_wc *wc, const struct iw_term_
 	ck_assert_msg(e->ndone[i] == 1, "wr %llu completed twice", (unsigned long long)wc->wr_id);
 	ck_assert_msg(e->may_succeed[i] || wc->status != IW_WC_SUCCESS, "wr %llu succeeded",
 		      (unsigned long long)wc->wr_id);
-	bool has = wc->cause.layer || wc->cause.etype || wc->cause.ecode;
+	bool has = iw_term_cause_is_set(wc->cause);
 	if (want && has && wc->status != IW_WC_SUCCESS)
 		ck_assert_msg(iw_term_cause_eq(wc->cause, *want), "wr %llu status %s cause %s, expected %s",
 			      (unsigned long long)wc->wr_id, iw_wc_status_str(wc->status), hp_cause(wc->cause, 0),

@@ -801,7 +801,7 @@ START_TEST(test_close_between_fpdus)
 		ck_assert(f.tagged || f.opcode != IW_OP_TERMINATE);
 	ck_assert_msg(r == 0 || r == -ECONNRESET, "our side kept the connection open (%d)", r);
 	iw_cm_ack_event(hp_env_event(&E, IW_CM_EVENT_DISCONNECTED, HP_WAIT_MS));
-	struct iw_term_cause want = mid ? T(2, 0, 0x01) : T(0, 0, 0);
+	struct iw_term_cause want = mid ? T(2, 0, 0x01) : IW_TERM_CAUSE_NONE; /* graceful: no cause */
 	ck_assert_msg(iw_term_cause_eq(iw_qp_error(E.qp), want), "QP cause %s, expected %s",
 		      hp_cause(iw_qp_error(E.qp), 0), hp_cause(want, 1));
 	ck_assert_int_ne(iw_qp_state(E.qp), IW_QPS_RTS);
@@ -875,7 +875,7 @@ START_TEST(test_terminate_malformed)
 	/* Empty, or split so that a segment cannot hold the 4-byte control
 	 * word: below the minimum ULPDU, (2,0,0x03); too long for any
 	 * Terminate: (1,2,0x05). */
-	static const struct iw_term_cause want[] = { { 2, 0, 0x03 }, { 1, 2, 0x05 }, { 2, 0, 0x03 } };
+	static const struct iw_term_cause want[] = { { 2, 0, 0x03, true }, { 1, 2, 0x05, true }, { 2, 0, 0x03, true } };
 	ck_assert_msg(iw_term_cause_eq(iw_qp_error(E.qp), want[_i]), "QP cause %s", hp_cause(iw_qp_error(E.qp), 0));
 	hp_env_drain(&E, NULL);
 	hp_env_check_guards(&E);

@@ -53,7 +53,7 @@ static void next_entry_works(void)
 START_TEST(test_srq_entry_taken_then_error)
 {
 	uint8_t h[18], data[64], buf[256];
-	static const struct iw_term_cause want[] = { { 1, 2, 0x04 }, { 2, 0, 0x02 }, { 1, 2, 0x05 } };
+	static const struct iw_term_cause want[] = { { 1, 2, 0x04, true }, { 2, 0, 0x02, true }, { 1, 2, 0x05, true } };
 	memset(data, 0x4E, sizeof(data));
 	up();
 	hp_env_require(&E, 1000);

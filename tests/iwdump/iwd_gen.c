@@ -354,7 +354,7 @@ void iwd_gen_free(struct iwd_gen *g)
 struct iwd_gen *iwd_gen_clean(const char *name, const struct iwd_gen_opts *o)
 {
 	struct iwd_gen *g = iwd_gen_open(name, o);
-	struct iw_term_cause term = {IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, IW_ECODE_RDMAP_INV_STAG};
+	struct iw_term_cause term = IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, IW_ECODE_RDMAP_INV_STAG);
 
 	/* A speaks first (lock-step). */
 	iwd_gen_msg(g, A, IW_OP_SEND, 3000, 0, 0, NULL, NULL);

@@ -30,19 +30,12 @@ pick_port() {
 	echo $((10000 + (RANDOM * 7 + $$) % 20000))
 }
 
-# Is something listening on TCP port $1 (IPv4 or IPv6)?
-is_listening() {
-	local hex
-	hex=$(printf '%04X' "$1")
-	awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
-		/proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
-# wait_listen PORT: up to 5 s for a listener.
-wait_listen() {
+# wait_announce ERRLOG: up to 10 s for the server's "listening on" line
+# on stderr (the tools print it once their ports are open).
+wait_announce() {
 	local i
-	for i in $(seq 1 100); do
-		is_listening "$1" && return 0
+	for i in $(seq 1 200); do
+		grep -q 'listening on' "$1" 2>/dev/null && return 0
 		if [ -n "$SERVER_PID" ] && ! kill -0 "$SERVER_PID" 2>/dev/null; then
 			return 1
 		fi
@@ -60,8 +53,9 @@ wait_listen() {
 SIGNALED_ENV=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
 
 # start_server LOG CMD...: a background server (bounded to 120 s); the
-# argument @PORT@ in CMD becomes a free port, left in $PORT. Tries a few
-# ports in case one is taken. ALSO_NEXT_PORT=1: wait for PORT+1 as well.
+# argument @PORT@ in CMD becomes a free port, left in $PORT. Its stdout goes
+# to LOG, its stderr to LOG.err; ready when it announces "listening on".
+# Tries a few ports in case one is taken.
 start_server() {
 	local log=$1 try a
 	local -a cmd
@@ -73,15 +67,15 @@ start_server() {
 			[ "$a" = "@PORT@" ] && a=$PORT
 			cmd+=("$a")
 		done
-		"${SIGNALED_ENV[@]}" timeout -k 10 120 "${cmd[@]}" >"$log" 2>&1 &
+		"${SIGNALED_ENV[@]}" timeout -k 10 120 "${cmd[@]}" >"$log" 2>"$log.err" &
 		SERVER_PID=$!
-		if wait_listen "$PORT" && { [ -z "${ALSO_NEXT_PORT:-}" ] || wait_listen $((PORT + 1)); }; then
+		if wait_announce "$log.err"; then
 			return 0
 		fi
 		stop_server
 	done
 	echo "server did not start: ${cmd[*]}"
-	cat "$log"
+	cat "$log" "$log.err"
 	return 1
 }
 

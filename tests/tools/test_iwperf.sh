@@ -5,7 +5,7 @@
 # Usage: test_iwperf.sh PATH/TO/iwperf
 IWPERF=${1:?usage: $0 iwperf}
 . "$(dirname "$0")/lib.sh"
-ALSO_NEXT_PORT=1 # iwperf's TCP baseline listens on PORT+1
+# iwperf announces "listening on" once its TCP baseline port (PORT+1) is open too.
 
 if ! start_server "$TMP/srv.log" "$IWPERF" -s -p @PORT@ -v; then
 	bad "server start"
@@ -76,7 +76,7 @@ else
 	bad "--json latency: exit $rc"; cat "$TMP/j"
 fi
 
-if kill -0 "$SERVER_PID" 2>/dev/null; then ok "server still up"; else bad "server died"; cat "$TMP/srv.log"; fi
+if kill -0 "$SERVER_PID" 2>/dev/null; then ok "server still up"; else bad "server died"; cat "$TMP/srv.log" "$TMP/srv.log.err"; fi
 stop_server
 
 # --once: the server leaves after its first client.

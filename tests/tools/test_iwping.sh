@@ -35,10 +35,10 @@ ping_case() {
 	wait_server
 	local src=$?
 	if [ $rc -ne 0 ]; then
-		bad "$name: client exit $rc"; cat "$TMP/cli.err"; cat "$TMP/srv.log"; return
+		bad "$name: client exit $rc"; cat "$TMP/cli.err"; cat "$TMP/srv.log" "$TMP/srv.log.err"; return
 	fi
 	if [ $src -ne 0 ]; then
-		bad "$name: server exit $src"; cat "$TMP/srv.log"; return
+		bad "$name: server exit $src"; cat "$TMP/srv.log" "$TMP/srv.log.err"; return
 	fi
 	expected "$size" "$count" "ping data: " >"$TMP/exp.out"
 	if ! cmp -s "$TMP/exp.out" "$TMP/cli.out"; then

@@ -410,7 +410,7 @@ static const struct msg session_msgs[] = {
 	{.dir = A, .op = IW_OP_SEND, .len = 24},
 	{.dir = A, .op = IW_OP_SEND, .len = 4100},
 	{.dir = A, .op = IW_OP_TERMINATE, .rr = RR(0x00a10b01, 0x100, 64, 0x00b2ff01, 0x200),
-	 .term = {IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, IW_ECODE_RDMAP_INV_STAG}},
+	 .term = {IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, IW_ECODE_RDMAP_INV_STAG, true}},
 	{.dir = -1},
 };
 #define N_SESSION_MSGS (sizeof(session_msgs) / sizeof(session_msgs[0]))

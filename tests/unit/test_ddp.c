@@ -1113,7 +1113,7 @@ START_TEST(test_rx_begin_decoded_same)
 		uint8_t h[18];
 		struct iw_ddp_segment a, b;
 		struct iw_ddp_hdr d;
-		struct iw_term_cause ca = { 0, 0, 0 }, cb = { 0, 0, 0 };
+		struct iw_term_cause ca = IW_TERM_CAUSE_NONE, cb = IW_TERM_CAUSE_NONE;
 		size_t pl = (size_t)iwt_rand_range(&s, 0, 120);
 		int ra, rb;
 

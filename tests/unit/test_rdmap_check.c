@@ -316,7 +316,7 @@ struct vcase {
 	const char *text;
 };
 
-#define C(l, e, c) {l, e, c}
+#define C(l, e, c) {l, e, c, true}
 static const struct vcase vcases[] = {
 	{"ddp version tagged", S_NONE, I2R, true, 0, 0x40, 0x10, 0x0, 0, true, 8, false, IW_CHK_DDP_VERSION_T,
 	 C(1, 1, 4), "DDP version 0, expected 1"},

@@ -10,12 +10,13 @@
 
 /* Every cause of the facts table (RFC 5040/5041 sec. 7, RFC 5044/6581). */
 static const struct iw_term_cause causes[] = {
-	{ 0, 0, 0x00 }, { 0, 1, 0x00 }, { 0, 1, 0x01 }, { 0, 1, 0x02 }, { 0, 1, 0x03 }, { 0, 1, 0x04 },
-	{ 0, 1, 0x09 }, { 0, 1, 0xFF }, { 0, 2, 0x05 }, { 0, 2, 0x06 }, { 0, 2, 0x07 }, { 0, 2, 0x08 },
-	{ 0, 2, 0x09 }, { 0, 2, 0xFF }, { 1, 0, 0x00 }, { 1, 1, 0x00 }, { 1, 1, 0x01 }, { 1, 1, 0x02 },
-	{ 1, 1, 0x03 }, { 1, 1, 0x04 }, { 1, 2, 0x01 }, { 1, 2, 0x02 }, { 1, 2, 0x03 }, { 1, 2, 0x04 },
-	{ 1, 2, 0x05 }, { 1, 2, 0x06 }, { 2, 0, 0x01 }, { 2, 0, 0x02 }, { 2, 0, 0x03 }, { 2, 0, 0x04 },
-	{ 2, 0, 0x05 }, { 2, 0, 0x06 }, { 2, 0, 0x07 },
+	{ 0, 0, 0x00, true }, { 0, 1, 0x00, true }, { 0, 1, 0x01, true }, { 0, 1, 0x02, true }, { 0, 1, 0x03, true },
+	{ 0, 1, 0x04, true }, { 0, 1, 0x09, true }, { 0, 1, 0xFF, true }, { 0, 2, 0x05, true }, { 0, 2, 0x06, true },
+	{ 0, 2, 0x07, true }, { 0, 2, 0x08, true }, { 0, 2, 0x09, true }, { 0, 2, 0xFF, true }, { 1, 0, 0x00, true },
+	{ 1, 1, 0x00, true }, { 1, 1, 0x01, true }, { 1, 1, 0x02, true }, { 1, 1, 0x03, true }, { 1, 1, 0x04, true },
+	{ 1, 2, 0x01, true }, { 1, 2, 0x02, true }, { 1, 2, 0x03, true }, { 1, 2, 0x04, true }, { 1, 2, 0x05, true },
+	{ 1, 2, 0x06, true }, { 2, 0, 0x01, true }, { 2, 0, 0x02, true }, { 2, 0, 0x03, true }, { 2, 0, 0x04, true },
+	{ 2, 0, 0x05, true }, { 2, 0, 0x06, true }, { 2, 0, 0x07, true },
 };
 #define NCAUSES (sizeof(causes) / sizeof(causes[0]))
 
@@ -369,21 +370,21 @@ START_TEST(test_decode_layout_detection)
 		bool siw;
 	} cases[] = {
 		/* Flags present: the bit positions decide. */
-		{ { 0x12, 0x01, 0x80, 0 }, { 1, 2, 0x01 }, false }, /* RFC M */
-		{ { 0x21, 0x01, 0x01, 0 }, { 1, 2, 0x01 }, true },  /* siw M */
-		{ { 0x12, 0x01, 0x81, 0 }, { 1, 2, 0x01 }, false }, /* both: RFC wins */
+		{ { 0x12, 0x01, 0x80, 0 }, { 1, 2, 0x01, true }, false }, /* RFC M */
+		{ { 0x21, 0x01, 0x01, 0 }, { 1, 2, 0x01, true }, true },  /* siw M */
+		{ { 0x12, 0x01, 0x81, 0 }, { 1, 2, 0x01, true }, false }, /* both: RFC wins */
 		/* No flags: RFC unless that reading is impossible. */
-		{ { 0x20, 0x02, 0x00, 0 }, { 2, 0, 0x02 }, false },
-		{ { 0x12, 0x01, 0x00, 0 }, { 1, 2, 0x01 }, false },
-		{ { 0x00, 0x00, 0x00, 0 }, { 0, 0, 0x00 }, false },
-		{ { 0x31, 0x04, 0x00, 0 }, { 1, 3, 0x04 }, true }, /* RFC layer 3 */
-		{ { 0xF0, 0x00, 0x00, 0 }, { 0, 15, 0x00 }, true },
-		{ { 0xFF, 0x00, 0x00, 0 }, { 15, 15, 0x00 }, false }, /* both impossible */
+		{ { 0x20, 0x02, 0x00, 0 }, { 2, 0, 0x02, true }, false },
+		{ { 0x12, 0x01, 0x00, 0 }, { 1, 2, 0x01, true }, false },
+		{ { 0x00, 0x00, 0x00, 0 }, { 0, 0, 0x00, true }, false },
+		{ { 0x31, 0x04, 0x00, 0 }, { 1, 3, 0x04, true }, true }, /* RFC layer 3 */
+		{ { 0xF0, 0x00, 0x00, 0 }, { 0, 15, 0x00, true }, true },
+		{ { 0xFF, 0x00, 0x00, 0 }, { 15, 15, 0x00, true }, false }, /* both impossible */
 		/* siw's header-less MPA errors: (0,2,0x02) is no RFC cause. */
-		{ { 0x02, 0x02, 0x00, 0 }, { 2, 0, 0x02 }, true },
-		{ { 0x02, 0x01, 0x00, 0 }, { 2, 0, 0x01 }, true },
+		{ { 0x02, 0x02, 0x00, 0 }, { 2, 0, 0x02, true }, true },
+		{ { 0x02, 0x01, 0x00, 0 }, { 2, 0, 0x01, true }, true },
 		/* ...but (0,2,0x07) is, so it stays as read. */
-		{ { 0x02, 0x07, 0x00, 0 }, { 0, 2, 0x07 }, false },
+		{ { 0x02, 0x07, 0x00, 0 }, { 0, 2, 0x07, true }, false },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct iw_rdmap_term t;

@@ -489,7 +489,7 @@ START_TEST(qp_lifecycle)
 	ck_assert_uint_eq(qp->cap.max_inline_data, 64);
 	ck_assert_ptr_eq(iw_qp_context(qp), &ca);
 	ck_assert_int_eq(iw_qp_state(qp), IW_QPS_INIT);
-	ck_assert(cause_is(iw_qp_error(qp), 0, 0, 0));
+	ck_assert(iw_term_cause_eq(iw_qp_error(qp), IW_TERM_CAUSE_NONE)); /* healthy: no cause */
 
 	/* SRQ: same PD only; busy while used */
 	struct iw_srq_init_attr sa = { .max_wr = IW_MAX_WR + 1 };
@@ -1105,6 +1105,10 @@ START_TEST(cq_overflow)
 	ck_assert_int_eq(iw_qp_state(p.a), IW_QPS_ERROR);
 	ck_assert_int_eq(iw_qp_state(p.b), IW_QPS_ERROR);
 	ck_assert(cause_is(p.b->error, 0, 0, 0));
+	/* (0,0,0) is a real cause here, not "no cause" (issue 17) */
+	ck_assert(iw_term_cause_is_set(iw_qp_error(p.a)));
+	ck_assert(cause_is(iw_qp_error(p.a), 0, 0, 0));
+	ck_assert(cause_is(iw_qp_error(p.b), 0, 0, 0));
 	ck_assert_int_eq(iw_poll_cq(p.cq_b, 16, wc), 8);
 	for (int i = 0; i < 8; i++)
 		ck_assert_int_eq(wc[i].status, IW_WC_SUCCESS);
@@ -1303,11 +1307,11 @@ START_TEST(disconnect)
 	ck_assert_int_eq(wc[0].status, IW_WC_SUCCESS);
 	ck_assert_uint_eq(wc[1].wr_id, 1);
 	ck_assert_int_eq(wc[1].status, IW_WC_WR_FLUSH_ERR);
-	ck_assert(cause_is(wc[1].cause, 0, 0, 0));
+	ck_assert(iw_term_cause_eq(wc[1].cause, IW_TERM_CAUSE_NONE)); /* clean close: no cause */
 	expect_wc(p.ctx, p.cq_b, wc, 2);
 	ck_assert_int_eq(wc[0].status, IW_WC_SUCCESS);
 	ck_assert_int_eq(wc[1].status, IW_WC_WR_FLUSH_ERR);
-	ck_assert(cause_is(wc[1].cause, 0, 0, 0));
+	ck_assert(iw_term_cause_eq(wc[1].cause, IW_TERM_CAUSE_NONE)); /* clean close: no cause */
 	ck_assert_int_eq(iw_qp_state(p.a), IW_QPS_CLOSED);
 	ck_assert_int_eq(iw_qp_state(p.b), IW_QPS_CLOSED);
 	ck_assert(!p.a->linger.armed);

@@ -211,6 +211,9 @@ void iwd_out_msg(const struct iwd_conn *c, int dir, const struct iw_rdmap_check_
 void iwd_out_violation(struct iwd_conn *c, int dir, const struct iw_rdmap_violation *v, const struct iwd_where *w);
 void iwd_out_warning(struct iwd_conn *c, int dir, const struct iwd_where *w, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* A problem of the capture file itself (no connection), counted as a
+ * warning: "WARNING frame F: TEXT" (F = the last frame read). */
+void iwd_out_file_warning(const struct iwd_where *w, const char *text);
 void iwd_out_note(const struct iwd_conn *c, int dir, const struct iwd_where *w, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void iwd_out_summary(const struct iwd_conn *c);

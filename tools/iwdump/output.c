@@ -493,6 +493,19 @@ void iwd_out_warning(struct iwd_conn *c, int dir, const struct iwd_where *w, con
 	va_end(ap);
 }
 
+void iwd_out_file_warning(const struct iwd_where *w, const char *text)
+{
+	iwd_totals.warnings++;
+	if (opts->json) {
+		jbegin("warning");
+		ju64("frame", w->frame);
+		jstr("text", text);
+		jend();
+		return;
+	}
+	printf("WARNING frame %" PRIu64 ": %s\n", w->frame, text);
+}
+
 void iwd_out_note(const struct iwd_conn *c, int dir, const struct iwd_where *w, const char *fmt, ...)
 {
 	va_list ap;

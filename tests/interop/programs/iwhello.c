@@ -154,7 +154,7 @@ static void on_event(struct hello *h, struct iw_cm_event *ev)
 		break;
 	case IW_CM_EVENT_REJECTED:
 	case IW_CM_EVENT_CONNECT_ERROR:
-		fail(h, "connection failed: %s (status %d)", tc_cm_event_str(ev->type), ev->status);
+		fail(h, "connection failed: %s (status %d)", iw_cm_event_str(ev->type), ev->status);
 		break;
 	default:
 		break;

@@ -116,7 +116,7 @@ static const char *status_name(enum iw_wc_status s)
 
 static bool cause_set(struct iw_term_cause c)
 {
-	return c.layer || c.etype || c.ecode;
+	return iw_term_cause_is_set(c);
 }
 
 static int setup_buffers(struct be *b, const struct rw_cfg *cfg)
@@ -282,7 +282,7 @@ static void on_wc(struct be *b, const struct iw_wc *wc)
 /* --expect-cause / --expect-status, after the engine's verdict. */
 static int check_cause(const struct be *b, const struct opts *o)
 {
-	struct iw_term_cause q = b->qp ? iw_qp_error(b->qp) : (struct iw_term_cause){ 0, 0, 0 };
+	struct iw_term_cause q = b->qp ? iw_qp_error(b->qp) : IW_TERM_CAUSE_NONE;
 	int bad = 0;
 
 	if (b->qp)
