@@ -100,6 +100,7 @@ static inline struct iwabi_qp *iwabi_qp(struct ibv_qp *qp)
 	return (struct iwabi_qp *)qp;
 }
 struct iw_qp *iwabi_qp_of(struct ibv_qp *qp);
+struct ibv_qp *iwabi_qp_by_num(uint32_t qp_num);
 
 /* What librdmacm needs from libibverbs: the one device's context and
  * the engine, through a single private entry point so that libiwarp
@@ -113,6 +114,9 @@ struct iwabi_bridge {
 	int (*engine_wait)(int fd, int timeout_ms);
 	void (*set_cm_pump)(void (*pump)(void), int cm_fd);
 	struct iw_qp *(*qp_of)(struct ibv_qp *qp);
+	/* A live QP by number (rdma_connect/accept with conn_param->qp_num
+	 * for a QP the program created itself); NULL if none. */
+	struct ibv_qp *(*qp_by_num)(uint32_t qp_num);
 	/* libiwarp's CM, whose symbols libibverbs.so.1 does not export. */
 	int (*cm_create_channel)(struct iw_context *ctx, struct iw_cm_channel **out);
 	int (*cm_destroy_channel)(struct iw_cm_channel *ch);

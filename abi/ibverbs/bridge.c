@@ -35,6 +35,7 @@ static const struct iwabi_bridge bridge = {
 	.engine_wait = iwabi_engine_wait,
 	.set_cm_pump = iwabi_engine_set_cm_pump,
 	.qp_of = iwabi_qp_of,
+	.qp_by_num = iwabi_qp_by_num,
 	.cm_create_channel = iw_cm_create_channel,
 	.cm_destroy_channel = iw_cm_destroy_channel,
 	.cm_channel_fd = iw_cm_channel_fd,

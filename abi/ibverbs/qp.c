@@ -133,6 +133,11 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 			break;
 		}
 	pthread_mutex_unlock(&qps_lock);
+	/* Completions still queued no longer map to it. */
+	if (qp->send_cq)
+		((struct iwabi_cq *)qp->send_cq)->last_iw_qp = NULL;
+	if (qp->recv_cq)
+		((struct iwabi_cq *)qp->recv_cq)->last_iw_qp = NULL;
 	pthread_mutex_destroy(&qp->mutex);
 	pthread_cond_destroy(&qp->cond);
 	free(q);
@@ -458,4 +463,17 @@ int iwabi_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 struct iw_qp *iwabi_qp_of(struct ibv_qp *qp)
 {
 	return qp ? iwabi_qp(qp)->iw : NULL;
+}
+
+struct ibv_qp *iwabi_qp_by_num(uint32_t qp_num)
+{
+	struct ibv_qp *found = NULL;
+	pthread_mutex_lock(&qps_lock);
+	for (struct iwabi_qp *q = all_qps; q; q = q->all_next)
+		if (q->qp.qp_num == qp_num) {
+			found = &q->qp;
+			break;
+		}
+	pthread_mutex_unlock(&qps_lock);
+	return found;
 }

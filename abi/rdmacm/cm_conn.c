@@ -202,15 +202,25 @@ static void conn_param(const struct rdma_conn_param *cp, struct iw_conn_param *p
 	p->ord = cp->initiator_depth;
 }
 
+/* The id's QP, or one the program made itself and names by number
+ * (rping -q). */
+static struct ibv_qp *conn_qp(struct rdma_cm_id *cid, const struct rdma_conn_param *cp)
+{
+	if (cid->qp)
+		return cid->qp;
+	return cp ? B->qp_by_num(cp->qp_num) : NULL;
+}
+
 int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *cp)
 {
 	struct cm_id *id = (struct cm_id *)cid;
 	struct iw_conn_param p;
-	if (!cid || !cid->qp)
+	struct ibv_qp *qp = cid ? conn_qp(cid, cp) : NULL;
+	if (!qp)
 		return fail(EINVAL); /* an iWARP connection needs its QP */
 	conn_param(cp, &p);
 	id->active = true;
-	int rc = B->cm_connect(id->iw, B->qp_of(cid->qp), (struct sockaddr *)&cid->route.addr.dst_storage, &p);
+	int rc = B->cm_connect(id->iw, B->qp_of(qp), (struct sockaddr *)&cid->route.addr.dst_storage, &p);
 	if (rc < 0)
 		return fail(-rc);
 	return id->sync ? cm_sync_wait(id, RDMA_CM_EVENT_ESTABLISHED) : 0;
@@ -225,10 +235,11 @@ int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *cp)
 {
 	struct cm_id *id = (struct cm_id *)cid;
 	struct iw_conn_param p;
-	if (!cid || !cid->qp)
+	struct ibv_qp *qp = cid ? conn_qp(cid, cp) : NULL;
+	if (!qp)
 		return fail(EINVAL);
 	conn_param(cp, &p);
-	int rc = B->cm_accept(id->iw, B->qp_of(cid->qp), &p);
+	int rc = B->cm_accept(id->iw, B->qp_of(qp), &p);
 	free(id->held);
 	id->held = NULL;
 	cid->event = NULL;

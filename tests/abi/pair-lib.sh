@@ -1,0 +1,45 @@
+# Shared by the tests/abi scripts: run a server and a client program, both
+# bounded in time, and require exit 0 from each. Sourced, not run.
+#   PAIR_WAIT: seconds a pair may take (default 30)
+pair_port() {
+	# A port of our own per script run (ctest may run scripts in parallel).
+	echo $((20000 + ($$ * 7 + ${1:-0} * 13 + RANDOM) % 20000))
+}
+
+# wait_listen PORT: until something listens on 127.0.0.1:PORT (bounded).
+wait_listen() {
+	local port=$1 i
+	for i in $(seq 1 100); do
+		if ss -ltn 2>/dev/null | awk '{print $4}' | grep -qE "[:.]$port\$"; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# run_pair NAME PORT "SERVER CMD" "CLIENT CMD": 0 when both exit 0.
+run_pair() {
+	local name=$1 port=$2 scmd=$3 ccmd=$4 t=${PAIR_WAIT:-30}
+	local slog clog
+	slog=$(mktemp) clog=$(mktemp)
+	timeout -k 3 "$t" bash -c "$scmd" >"$slog" 2>&1 &
+	local spid=$!
+	if ! wait_listen "$port"; then
+		echo "FAIL $name: server never listened on $port"; cat "$slog"
+		kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; rm -f "$slog" "$clog"; return 1
+	fi
+	timeout -k 3 "$t" bash -c "$ccmd" >"$clog" 2>&1
+	local crc=$?
+	wait "$spid"
+	local src=$?
+	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+		echo "FAIL $name: server rc $src, client rc $crc"
+		echo "--- server:"; tail -20 "$slog"; echo "--- client:"; tail -20 "$clog"
+		rm -f "$slog" "$clog"
+		return 1
+	fi
+	echo "ok $name"
+	rm -f "$slog" "$clog"
+	return 0
+}
