@@ -189,9 +189,17 @@ int rdma_listen(struct rdma_cm_id *cid, int backlog)
 	return 0;
 }
 
-static void conn_param(const struct rdma_conn_param *cp, struct iw_conn_param *p)
+static void conn_param(const struct rdma_conn_param *cp, struct iw_conn_param *p, bool initiator)
 {
 	memset(p, 0, sizeof(*p));
+	/* Peer-to-peer MPA (RFC 6581) with a ready-to-receive message, as
+	 * the kernel's iWARP drivers do for rdma_cm: the responder may not
+	 * send before the initiator's first FPDU, and programs whose server
+	 * talks first (ucmatose) would wait forever without it. Our
+	 * initiator sends the zero-length RDMA WRITE RTR; as responder any
+	 * RTR the peer offers is fine. */
+	p->p2p = true;
+	p->rtr_types = initiator ? IW_RTR_WRITE : (IW_RTR_WRITE | IW_RTR_READ | IW_RTR_SEND);
 	if (!cp)
 		return;
 	p->private_data = cp->private_data;
@@ -218,7 +226,7 @@ int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *cp)
 	struct ibv_qp *qp = cid ? conn_qp(cid, cp) : NULL;
 	if (!qp)
 		return fail(EINVAL); /* an iWARP connection needs its QP */
-	conn_param(cp, &p);
+	conn_param(cp, &p, true);
 	id->active = true;
 	int rc = B->cm_connect(id->iw, B->qp_of(qp), (struct sockaddr *)&cid->route.addr.dst_storage, &p);
 	if (rc < 0)
@@ -238,7 +246,7 @@ int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *cp)
 	struct ibv_qp *qp = cid ? conn_qp(cid, cp) : NULL;
 	if (!qp)
 		return fail(EINVAL);
-	conn_param(cp, &p);
+	conn_param(cp, &p, false);
 	int rc = B->cm_accept(id->iw, B->qp_of(qp), &p);
 	free(id->held);
 	id->held = NULL;

@@ -191,6 +191,9 @@ int rdma_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, struct ib
 		return -1;
 	struct cm_id *id = (struct cm_id *)cid;
 	int rc;
+	/* The QP type comes with the address (rdma_getaddrinfo's answer). */
+	if (qp_init_attr)
+		qp_init_attr->qp_type = res->ai_qp_type ? (enum ibv_qp_type)res->ai_qp_type : IBV_QPT_RC;
 	if (res->ai_flags & RAI_PASSIVE) {
 		rc = res->ai_src_addr ? rdma_bind_addr(cid, res->ai_src_addr) : 0;
 		if (rc == 0 && qp_init_attr) {
