@@ -29,7 +29,7 @@
 #include <iwarp/verbs.h>
 
 #define IWABI_DEV_NAME "iwarp0"
-#define IWABI_SPIN_GRACE_US 200
+#define IWABI_SPIN_GRACE_US 20
 
 /* The ibverbs objects: the ABI struct first, so the program's pointer is
  * ours. */
@@ -56,6 +56,11 @@ struct iwabi_comp_channel {
 	struct iwabi_cq *cqs; /* CQs using the channel (map iw_cq -> ours) */
 };
 
+struct iwabi_flush {
+	struct ibv_wc wc;
+	struct iwabi_flush *next;
+};
+
 struct iwabi_cq {
 	struct ibv_cq cq;
 	struct iw_cq *iw;
@@ -63,6 +68,12 @@ struct iwabi_cq {
 	uint32_t events_delivered; /* under cq.mutex; destroy waits for acks */
 	struct iw_qp *last_iw_qp;  /* qp_num cache for completions */
 	uint32_t last_qp_num;
+	/* Work posted to a QP already in error completes with
+	 * IBV_WC_WR_FLUSH_ERR (verbs semantics; libiwarp refuses it with
+	 * -EPIPE): queued here, after libiwarp's own completions. */
+	pthread_mutex_t flush_lock;
+	struct iwabi_flush *flush_head, *flush_tail;
+	bool has_flush;
 };
 
 struct iwabi_srq {

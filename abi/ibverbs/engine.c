@@ -11,10 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #define HELPER_IDLE_MS 100
+/* While the program drives progress itself, the helper backs off from
+ * the grace period up to this (a spinning program costs it ~1000
+ * wake-ups per second, not one per message). */
+#define HELPER_BACKOFF_MAX_NS 1000000u
 
 static struct {
 	pthread_mutex_t lock;
@@ -111,7 +116,11 @@ int iwabi_engine_wait(int fd, int timeout_ms)
 /* Progresses only while nobody else does. */
 static void *helper_main(void *arg)
 {
+	uint64_t backoff = IWABI_SPIN_GRACE_US * 1000u;
 	(void)arg;
+	/* Sleeps of tens of microseconds must not become the default 50 us
+	 * slack longer. */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 	while (!atomic_load(&eng.stop)) {
 		struct pollfd p[3] = {
 			{ .fd = eng.stop_efd, .events = POLLIN },
@@ -129,10 +138,12 @@ static void *helper_main(void *arg)
 			continue;
 		uint64_t idle = now_ns() - atomic_load_explicit(&eng.last_touch_ns, memory_order_relaxed);
 		if (atomic_load(&eng.n_waiting) > 0 || idle < IWABI_SPIN_GRACE_US * 1000u) {
-			struct timespec ts = { 0, IWABI_SPIN_GRACE_US * 1000L };
+			struct timespec ts = { 0, (long)backoff };
 			nanosleep(&ts, NULL);
+			backoff = backoff * 2 > HELPER_BACKOFF_MAX_NS ? HELPER_BACKOFF_MAX_NS : backoff * 2;
 			continue;
 		}
+		backoff = IWABI_SPIN_GRACE_US * 1000u;
 		progress_once();
 	}
 	return NULL;

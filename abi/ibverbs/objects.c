@@ -332,6 +332,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 	q->cq.cqe = cqe;
 	pthread_mutex_init(&q->cq.mutex, NULL);
 	pthread_cond_init(&q->cq.cond, NULL);
+	pthread_mutex_init(&q->flush_lock, NULL);
 	if (ch) {
 		pthread_mutex_lock(&lists_lock);
 		q->ch_next = ch->cqs;
@@ -368,6 +369,12 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	pthread_mutex_unlock(&cq->mutex);
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);
+	while (q->flush_head) {
+		struct iwabi_flush *f = q->flush_head;
+		q->flush_head = f->next;
+		free(f);
+	}
+	pthread_mutex_destroy(&q->flush_lock);
 	free(q);
 	return 0;
 }

@@ -251,6 +251,50 @@ int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_
 /* ------------------------------------------------------------------ */
 /* Posting                                                             */
 
+/* The QP is in error (or disconnecting): verbs take the WR and flush
+ * it. */
+static int flush_wr(struct iwabi_qp *q, struct ibv_cq *ibcq, uint64_t wr_id, enum ibv_wc_opcode op)
+{
+	struct iwabi_cq *cq = (struct iwabi_cq *)ibcq;
+	struct iwabi_flush *f = calloc(1, sizeof(*f));
+	if (!f)
+		return ENOMEM;
+	f->wc.wr_id = wr_id;
+	f->wc.status = IBV_WC_WR_FLUSH_ERR;
+	f->wc.opcode = op;
+	f->wc.qp_num = q->qp.qp_num;
+	pthread_mutex_lock(&cq->flush_lock);
+	if (cq->flush_tail)
+		cq->flush_tail->next = f;
+	else
+		cq->flush_head = f;
+	cq->flush_tail = f;
+	__atomic_store_n(&cq->has_flush, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&cq->flush_lock);
+	return 0;
+}
+
+static bool qp_in_error(struct iwabi_qp *q)
+{
+	/* -EPIPE from libiwarp: not connected yet (INIT: a program error,
+	 * EINVAL) or stopped (error, closed, disconnecting: flush). */
+	return iw_qp_state(q->iw) != IW_QPS_INIT || q->qp.state == IBV_QPS_ERR;
+}
+
+static enum ibv_wc_opcode wr_wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
 static int send_opcode(enum ibv_wr_opcode op, enum iw_wr_opcode *out)
 {
 	switch (op) {
@@ -320,6 +364,17 @@ int iwabi_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 		if (n) {
 			struct iw_send_wr *ibad = NULL;
 			int prc = iw_post_send(q->iw, w, &ibad);
+			if (prc == -EPIPE && qp_in_error(q)) {
+				for (int i = ibad ? (int)(ibad - w) : 0; i < n; i++) {
+					int frc = flush_wr(q, qp->send_cq, src[i]->wr_id, wr_wc_opcode(src[i]->opcode));
+					if (frc) {
+						if (bad)
+							*bad = src[i];
+						return frc;
+					}
+				}
+				prc = 0;
+			}
 			if (prc < 0) {
 				if (bad)
 					*bad = ibad ? src[ibad - w] : src[0];
@@ -339,7 +394,21 @@ int iwabi_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_w
 {
 	struct iwabi_qp *q = iwabi_qp(qp);
 	iwabi_engine_touch();
-	int rc = iw_post_recv(q->iw, (struct iw_recv_wr *)wr, (struct iw_recv_wr **)bad);
+	struct ibv_recv_wr *ibad = NULL;
+	int rc = iw_post_recv(q->iw, (struct iw_recv_wr *)wr, (struct iw_recv_wr **)&ibad);
+	if (rc == -EPIPE && qp_in_error(q)) {
+		for (struct ibv_recv_wr *w = ibad ? ibad : wr; w; w = w->next) {
+			int frc = flush_wr(q, qp->recv_cq, w->wr_id, IBV_WC_RECV);
+			if (frc) {
+				if (bad)
+					*bad = w;
+				return frc;
+			}
+		}
+		return 0;
+	}
+	if (bad)
+		*bad = ibad;
 	return rc < 0 ? (rc == -EPIPE ? EINVAL : -rc) : 0;
 }
 
@@ -456,6 +525,22 @@ int iwabi_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		 * driving progress), then look again. */
 		iw_progress(iwabi_engine_ctx(), 0);
 		k = poll_some(cq, n, wc);
+	}
+	if (k < n && __atomic_load_n(&cq->has_flush, __ATOMIC_ACQUIRE)) {
+		/* Behind everything libiwarp completed: it flushed the QP's
+		 * earlier WRs before refusing these. */
+		pthread_mutex_lock(&cq->flush_lock);
+		while (k < n && cq->flush_head) {
+			struct iwabi_flush *f = cq->flush_head;
+			cq->flush_head = f->next;
+			wc[k++] = f->wc;
+			free(f);
+		}
+		if (!cq->flush_head) {
+			cq->flush_tail = NULL;
+			cq->has_flush = false;
+		}
+		pthread_mutex_unlock(&cq->flush_lock);
 	}
 	return k;
 }
