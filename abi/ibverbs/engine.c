@@ -92,7 +92,7 @@ int iwabi_engine_wait(int fd, int timeout_ms)
 		/* The fd first without waiting: progress may just have made it
 		 * readable. */
 		if (poll(p, 1, 0) == 1) {
-			rc = 0;
+			rc = p[0].revents & POLLNVAL ? -EBADF : 0;
 			break;
 		}
 		if (t == 0) {

@@ -26,6 +26,11 @@ struct cm_chan {
 	struct rdma_event_channel ch; /* ch.fd: the eventfd */
 	struct cm_ev *head, *tail;
 	bool sync; /* owned by a synchronous id */
+	/* Threads inside rdma_get_cm_event on it, and whether the program
+	 * destroyed it under them (they then block for good, as a read of
+	 * the kernel's closed ucma fd does; the memory stays theirs). */
+	unsigned waiters;
+	bool dead;
 };
 
 struct cm_id {

@@ -66,6 +66,18 @@ struct cm_chan *cm_chan_new(bool sync)
 
 void cm_chan_free(struct cm_chan *c)
 {
+	pthread_mutex_lock(&cm_lock);
+	if (c->waiters) {
+		/* Wake them: they see dead and stay blocked; c is theirs. */
+		uint64_t one = 1;
+		c->dead = true;
+		if (write(c->ch.fd, &one, sizeof(one)) < 0) {
+			/* they are woken by the next poll anyway */
+		}
+		pthread_mutex_unlock(&cm_lock);
+		return;
+	}
+	pthread_mutex_unlock(&cm_lock);
 	while (c->head) {
 		struct cm_ev *e = c->head;
 		c->head = e->next;
@@ -155,23 +167,46 @@ struct cm_ev *cm_ev_new(struct cm_id *id, enum rdma_cm_event_type type, int stat
 	return e;
 }
 
+/* A thread waiting on a channel the program destroyed meanwhile: rping
+ * leaves its CM thread in rdma_get_cm_event and destroys the channel on
+ * exit. With the kernel's fd that read never returns; so here. */
+static void block_forever(void)
+{
+	for (;;)
+		pause(); /* a cancellation point, like read() */
+}
+
 int cm_get(struct cm_chan *c, struct cm_ev **out)
 {
+	pthread_mutex_lock(&cm_lock);
+	c->waiters++;
+	pthread_mutex_unlock(&cm_lock);
+	int rc = 0;
 	for (;;) {
 		pump();
 		pthread_mutex_lock(&cm_lock);
+		if (c->dead) {
+			pthread_mutex_unlock(&cm_lock);
+			block_forever();
+		}
 		struct cm_ev *e = cm_pop(c);
 		pthread_mutex_unlock(&cm_lock);
 		if (e) {
 			*out = e;
-			return 0;
+			break;
 		}
-		if (iwabi_fd_nonblocking(c->ch.fd))
-			return -EAGAIN;
-		int rc = B->engine_wait(c->ch.fd, -1);
+		if (iwabi_fd_nonblocking(c->ch.fd)) {
+			rc = -EAGAIN;
+			break;
+		}
+		rc = B->engine_wait(c->ch.fd, -1);
 		if (rc < 0)
-			return rc;
+			break;
 	}
+	pthread_mutex_lock(&cm_lock);
+	c->waiters--;
+	pthread_mutex_unlock(&cm_lock);
+	return rc;
 }
 
 int cm_sync_wait(struct cm_id *id, enum rdma_cm_event_type want)

@@ -18,14 +18,36 @@ wait_listen() {
 	return 1
 }
 
+# wait_tcp IP PORT: until a TCP connection to IP:PORT succeeds (a server
+# on the raw transport has no kernel listener to look for). The probe
+# closes before sending an MPA Request: libiwarp drops such connections
+# without telling the application.
+wait_tcp() {
+	local ip=$1 port=$2 i
+	for i in $(seq 1 100); do
+		if timeout 1 bash -c "exec 3<>/dev/tcp/$ip/$port" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
 # run_pair NAME PORT "SERVER CMD" "CLIENT CMD": 0 when both exit 0.
+# PAIR_PROBE_IP set: wait for the server with wait_tcp on that address.
 run_pair() {
 	local name=$1 port=$2 scmd=$3 ccmd=$4 t=${PAIR_WAIT:-30}
 	local slog clog
 	slog=$(mktemp) clog=$(mktemp)
 	timeout -k 3 "$t" bash -c "$scmd" >"$slog" 2>&1 &
 	local spid=$!
-	if ! wait_listen "$port"; then
+	local ready
+	if [ -n "${PAIR_PROBE_IP:-}" ]; then
+		wait_tcp "$PAIR_PROBE_IP" "$port"; ready=$?
+	else
+		wait_listen "$port"; ready=$?
+	fi
+	if [ $ready -ne 0 ]; then
 		echo "FAIL $name: server never listened on $port"; cat "$slog"
 		kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; rm -f "$slog" "$clog"; return 1
 	fi
