@@ -111,6 +111,21 @@ static inline struct iwabi_qp *iwabi_qp(struct ibv_qp *qp)
 	return (struct iwabi_qp *)qp;
 }
 struct iw_qp *iwabi_qp_of(struct ibv_qp *qp);
+
+/* The plain attributes of an extended QP request (only the PD extension
+ * is supported, by both libraries). */
+static inline struct ibv_qp_init_attr iwabi_qp_attr_of_ex(const struct ibv_qp_init_attr_ex *ax)
+{
+	return (struct ibv_qp_init_attr){
+		.qp_context = ax->qp_context,
+		.send_cq = ax->send_cq,
+		.recv_cq = ax->recv_cq,
+		.srq = ax->srq,
+		.cap = ax->cap,
+		.qp_type = ax->qp_type,
+		.sq_sig_all = ax->sq_sig_all,
+	};
+}
 struct ibv_qp *iwabi_qp_by_num(uint32_t qp_num);
 
 /* What librdmacm needs from libibverbs: the one device's context and

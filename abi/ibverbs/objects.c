@@ -84,6 +84,13 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 
 #define IWABI_ACCESS_SUPPORTED (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
+static unsigned iw_access_of(unsigned access)
+{
+	return ((access & IBV_ACCESS_LOCAL_WRITE) ? IW_ACCESS_LOCAL_WRITE : 0u) |
+	       ((access & IBV_ACCESS_REMOTE_WRITE) ? IW_ACCESS_REMOTE_WRITE : 0u) |
+	       ((access & IBV_ACCESS_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0u);
+}
+
 static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access)
 {
 	struct iwabi_pd *p = (struct iwabi_pd *)pd;
@@ -107,9 +114,7 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t io
 		errno = ENOMEM;
 		return NULL;
 	}
-	unsigned iw_access = ((access & IBV_ACCESS_LOCAL_WRITE) ? IW_ACCESS_LOCAL_WRITE : 0) |
-			     ((access & IBV_ACCESS_REMOTE_WRITE) ? IW_ACCESS_REMOTE_WRITE : 0) |
-			     ((access & IBV_ACCESS_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0);
+	unsigned iw_access = iw_access_of(access);
 	rc = iw_reg_mr(p->iw, addr, len, iw_access, &m->iw);
 	if (rc < 0) {
 		free(m);
@@ -155,9 +160,7 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, si
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
 		if ((unsigned)access & ~(unsigned)IWABI_ACCESS_SUPPORTED & (IBV_ACCESS_OPTIONAL_FIRST - 1))
 			return IBV_REREG_MR_ERR_INPUT;
-		acc = (((unsigned)access & IBV_ACCESS_LOCAL_WRITE) ? IW_ACCESS_LOCAL_WRITE : 0) |
-		      (((unsigned)access & IBV_ACCESS_REMOTE_WRITE) ? IW_ACCESS_REMOTE_WRITE : 0) |
-		      (((unsigned)access & IBV_ACCESS_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0);
+		acc = iw_access_of((unsigned)access);
 	} else {
 		acc = m->iw_access;
 	}

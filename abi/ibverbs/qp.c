@@ -103,15 +103,7 @@ struct ibv_qp *iwabi_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_at
 		errno = EOPNOTSUPP; /* no XRC, RSS, TSO, new post-send API */
 		return NULL;
 	}
-	struct ibv_qp_init_attr a = {
-		.qp_context = ax->qp_context,
-		.send_cq = ax->send_cq,
-		.recv_cq = ax->recv_cq,
-		.srq = ax->srq,
-		.cap = ax->cap,
-		.qp_type = ax->qp_type,
-		.sq_sig_all = ax->sq_sig_all,
-	};
+	struct ibv_qp_init_attr a = iwabi_qp_attr_of_ex(ax);
 	struct ibv_qp *qp = create(ctx, ax->pd, &a);
 	if (qp)
 		ax->cap = a.cap;

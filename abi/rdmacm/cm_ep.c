@@ -40,32 +40,26 @@ static void destroy_cqs(struct rdma_cm_id *cid)
 	cid->recv_cq_channel = cid->send_cq_channel = NULL;
 }
 
+/* One CQ with its own completion channel. */
+static int make_cq(struct rdma_cm_id *cid, uint32_t size, struct ibv_comp_channel **ch, struct ibv_cq **cq)
+{
+	*ch = ibv_create_comp_channel(cid->verbs);
+	if (!*ch)
+		return -1;
+	*cq = ibv_create_cq(cid->verbs, (int)size, cid, *ch, 0);
+	return *cq ? 0 : -1;
+}
+
 /* Like rdma-core: missing CQs are made per id, each with its channel. */
 static int create_cqs(struct rdma_cm_id *cid, uint32_t send_size, uint32_t recv_size)
 {
-	struct ibv_context *ctx = cid->verbs;
-	if (recv_size) {
-		cid->recv_cq_channel = ibv_create_comp_channel(ctx);
-		if (!cid->recv_cq_channel)
-			goto fail;
-		cid->recv_cq = ibv_create_cq(ctx, (int)recv_size, cid, cid->recv_cq_channel, 0);
-		if (!cid->recv_cq)
-			goto fail;
-	}
-	if (send_size) {
-		cid->send_cq_channel = ibv_create_comp_channel(ctx);
-		if (!cid->send_cq_channel)
-			goto fail;
-		cid->send_cq = ibv_create_cq(ctx, (int)send_size, cid, cid->send_cq_channel, 0);
-		if (!cid->send_cq)
-			goto fail;
+	if ((recv_size && make_cq(cid, recv_size, &cid->recv_cq_channel, &cid->recv_cq) < 0) ||
+	    (send_size && make_cq(cid, send_size, &cid->send_cq_channel, &cid->send_cq) < 0)) {
+		int err = errno;
+		destroy_cqs(cid);
+		return fail(err);
 	}
 	return 0;
-fail: {
-	int err = errno;
-	destroy_cqs(cid);
-	return fail(err);
-}
 }
 
 int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
@@ -117,15 +111,7 @@ int rdma_create_qp_ex(struct rdma_cm_id *cid, struct ibv_qp_init_attr_ex *ax)
 		return fail(EINVAL);
 	if (ax->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
 		return fail(EOPNOTSUPP);
-	struct ibv_qp_init_attr a = {
-		.qp_context = ax->qp_context,
-		.send_cq = ax->send_cq,
-		.recv_cq = ax->recv_cq,
-		.srq = ax->srq,
-		.cap = ax->cap,
-		.qp_type = ax->qp_type,
-		.sq_sig_all = ax->sq_sig_all,
-	};
+	struct ibv_qp_init_attr a = iwabi_qp_attr_of_ex(ax);
 	int rc = rdma_create_qp(cid, (ax->comp_mask & IBV_QP_INIT_ATTR_PD) ? ax->pd : NULL, &a);
 	if (rc == 0) {
 		ax->cap = a.cap;
