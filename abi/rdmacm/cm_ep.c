@@ -62,17 +62,26 @@ static int create_cqs(struct rdma_cm_id *cid, uint32_t send_size, uint32_t recv_
 	return 0;
 }
 
-int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/* The PD an id's QP or SRQ goes in: the given one, the id's, or the
+ * device's default; the id is bound to the device from now on. */
+static struct ibv_pd *id_pd(struct rdma_cm_id *cid, struct ibv_pd *pd)
 {
-	struct cm_id *id = (struct cm_id *)cid;
-	if (!cid || !attr)
-		return fail(EINVAL);
 	if (!cid->verbs)
 		cid->verbs = B->device_context();
 	if (!pd)
 		pd = cid->pd ? cid->pd : default_pd();
 	if (!pd)
-		return fail(ENOMEM);
+		errno = ENOMEM;
+	return pd;
+}
+
+int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct cm_id *id = (struct cm_id *)cid;
+	if (!cid || !attr)
+		return fail(EINVAL);
+	if (!(pd = id_pd(cid, pd)))
+		return -1;
 	bool made = false;
 	if (!attr->send_cq || !attr->recv_cq) {
 		uint32_t s = attr->send_cq ? 0 : (attr->cap.max_send_wr ? attr->cap.max_send_wr : 128);
@@ -137,10 +146,8 @@ int rdma_create_srq(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_srq_in
 {
 	if (!cid || !attr)
 		return fail(EINVAL);
-	if (!cid->verbs)
-		cid->verbs = B->device_context();
-	if (!pd)
-		pd = cid->pd ? cid->pd : default_pd();
+	if (!(pd = id_pd(cid, pd)))
+		return -1;
 	struct ibv_srq *srq = ibv_create_srq(pd, attr);
 	if (!srq)
 		return -1;
