@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -60,11 +61,16 @@ int iw_comp_channel_fd(const struct iw_comp_channel *ch)
 	return ch ? ch->fd : -EINVAL;
 }
 
+/* The application may clear O_NONBLOCK on the fd (the verbs ABI does:
+ * a blocking channel is the program's default), so never read blindly:
+ * one read, after poll says it will not block, resets the eventfd. */
 static void chan_drain(struct iw_comp_channel *ch)
 {
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
 	uint64_t v;
-	while (read(ch->fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
-		;
+	if (poll(&p, 1, 0) == 1 && read(ch->fd, &v, sizeof(v)) < 0) {
+		/* already zero */
+	}
 }
 
 int iw_get_cq_event(struct iw_comp_channel *ch, struct iw_cq **cq)

@@ -296,6 +296,12 @@ void *iw_qp_context(const struct iw_qp *qp);
  * RDMA READ the peer refuses completes with IW_WC_REM_ACCESS_ERR.) */
 struct iw_term_cause iw_qp_error(const struct iw_qp *qp);
 
+/* Move the QP to IW_QPS_ERROR at the application's request (verbs'
+ * modify to ERR): a connection is reset, a handshake still running fails,
+ * and every outstanding send and receive WR completes with
+ * IW_WC_WR_FLUSH_ERR (on the next progress). Idempotent. */
+int iw_qp_to_error(struct iw_qp *qp);
+
 /* Receive WRs may be posted before the connection is established; send
  * WRs need an established connection (-EPIPE otherwise). On the first
  * failing WR *bad_wr points at it and nothing from it onwards is posted. */
