@@ -13,7 +13,7 @@
 
 #include "iwt_check.h"
 #include "stack/internal.h"
-#include "stack/pipe_transport.h"
+#include "stack/transport/pipe/pipe_transport.h"
 
 static void pump(struct iw_context *ctx)
 {
