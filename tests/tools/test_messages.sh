@@ -191,9 +191,14 @@ timeout_stopped() { # NAME PATTERN SERVER-CMD... -- CLIENT-CMD...
 	spid=$(pgrep -P "$SERVER_PID" || echo "$SERVER_PID")
 	kill -STOP "$spid"
 	t_msg=""
+	# Liveness first, then the message: a client that prints and exits
+	# between the two checks must still have its message seen.
+	local alive
 	for i in $(seq 1 300); do
+		alive=1
+		kill -0 "$cpid" 2>/dev/null || alive=0
 		if [ -z "$t_msg" ] && grep -q "no progress" "$TMP/to.err"; then t_msg=$(date +%s.%N); fi
-		kill -0 "$cpid" 2>/dev/null || break
+		[ "$alive" = 1 ] || break
 		sleep 0.02
 	done
 	t_end=$(date +%s.%N)
