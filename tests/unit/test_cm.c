@@ -79,6 +79,12 @@ static void env_listen(struct env *e, const struct iw_listen_param *lp)
 	ck_assert_int_eq(iw_cm_listen_param(e->lid, (struct sockaddr *)&a, lp), 0);
 }
 
+static void env_up(struct env *e, const struct iw_pipe_net_opts *o, const struct iw_listen_param *lp)
+{
+	env_init(e, o);
+	env_listen(e, lp);
+}
+
 static void env_fini(struct env *e)
 {
 	if (e->lid)
@@ -308,6 +314,60 @@ static size_t request_bytes(uint8_t *buf, size_t cap, const char *pd)
 	return (size_t)n;
 }
 
+/* Our initiator against a scripted responder (x->s: its end). */
+struct active {
+	struct iw_conn *l, *s;
+	struct iw_cm_id *id;
+	struct iw_qp *qp;
+};
+
+static void active_start(struct env *e, struct active *x, const struct iw_conn_param *p)
+{
+	struct sockaddr_in a = addr(PORT);
+
+	if (!x->l)
+		x->l = peer_listen(e, PORT);
+	if (!x->qp)
+		x->qp = new_qp(e);
+	ck_assert_int_eq(iw_cm_create_id(e->ch, NULL, &x->id), 0);
+	ck_assert_int_eq(iw_cm_connect(x->id, x->qp, (struct sockaddr *)&a, p), 0);
+	x->s = peer_accept(e, x->l);
+}
+
+/* This connection is over; the listener and the QP stay. */
+static void active_end(struct env *e, struct active *x)
+{
+	if (x->s)
+		peer_close(e, x->s, IW_CONN_ABORT);
+	x->s = NULL;
+	ck_assert_int_eq(iw_cm_destroy_id(x->id), 0);
+}
+
+static void active_fini(struct env *e, struct active *x)
+{
+	active_end(e, x);
+	peer_close(e, x->l, IW_CONN_ABORT);
+	ck_assert_int_eq(iw_destroy_qp(x->qp), 0);
+}
+
+/* A scripted initiator whose Request is out. */
+static struct iw_conn *peer_request(struct env *e, const char *pd)
+{
+	uint8_t buf[600];
+	struct iw_conn *p = peer_connect(e, PORT);
+	peer_send(e, p, buf, request_bytes(buf, sizeof(buf), pd));
+	return p;
+}
+
+/* The next event is a CONNECT_REQUEST: its new id. */
+static struct iw_cm_id *fetch_request(struct env *e)
+{
+	struct iw_cm_event *ev = expect_event(e, IW_CM_EVENT_CONNECT_REQUEST, 0, true);
+	struct iw_cm_id *id = ev->id;
+	iw_cm_ack_event(ev);
+	return id;
+}
+
 /* ------------------------------------------------------------------ */
 /* Tests                                                               */
 
@@ -319,8 +379,7 @@ START_TEST(test_connect_accept_private_data)
 	struct iw_conn_param pa = { .private_data = rq, .private_data_len = sizeof(rq) };
 	struct iw_conn_param pb = { .private_data = rp, .private_data_len = sizeof(rp) };
 
-	env_init(&e, NULL);
-	env_listen(&e, NULL);
+	env_up(&e, NULL, NULL);
 	struct sockaddr_in a = addr(PORT);
 	c.qa = new_qp(&e);
 	c.qb = new_qp(&e);
@@ -369,8 +428,7 @@ START_TEST(test_p2p_rtr_markers)
 	struct iw_conn_param p = { .p2p = true, .rtr_types = IW_RTR_WRITE, .markers = true, .crc = IW_CRC_OFF,
 				   .first_fpdu_delay_ms = -1 };
 
-	env_init(&e, NULL);
-	env_listen(&e, NULL);
+	env_up(&e, NULL, NULL);
 	connect_pair(&e, &c, &p, &p);
 	expect_event(&e, IW_CM_EVENT_ESTABLISHED, 0, false);
 	struct iw_cm_event *ev = expect_event(&e, IW_CM_EVENT_ESTABLISHED, 0, true);
@@ -389,8 +447,7 @@ START_TEST(test_disconnect_both_sides_told)
 	for (int side = 0; side < 2; side++) {
 		struct env e;
 		struct conn c;
-		env_init(&e, NULL);
-		env_listen(&e, NULL);
+		env_up(&e, NULL, NULL);
 		connect_pair(&e, &c, NULL, NULL);
 		expect_event(&e, IW_CM_EVENT_ESTABLISHED, 0, false);
 		expect_event(&e, IW_CM_EVENT_ESTABLISHED, 0, false);
@@ -416,8 +473,7 @@ START_TEST(test_qp_destroyed_peer_disconnected)
 {
 	struct env e;
 	struct conn c;
-	env_init(&e, NULL);
-	env_listen(&e, NULL);
+	env_up(&e, NULL, NULL);
 	connect_pair(&e, &c, NULL, NULL);
 	expect_event(&e, IW_CM_EVENT_ESTABLISHED, 0, false);
 	expect_event(&e, IW_CM_EVENT_ESTABLISHED, 0, false);
@@ -438,29 +494,20 @@ END_TEST
 START_TEST(test_reject_private_data)
 {
 	struct env e;
-	struct conn c = { 0 };
+	struct conn c;
 	static const char why[] = "not today";
-	struct sockaddr_in a = addr(PORT);
 
-	env_init(&e, NULL);
-	env_listen(&e, NULL);
-	c.qa = new_qp(&e);
-	ck_assert_int_eq(iw_cm_create_id(e.ch, NULL, &c.a), 0);
-	ck_assert_int_eq(iw_cm_connect(c.a, c.qa, (struct sockaddr *)&a, NULL), 0);
-	struct iw_cm_event *ev = expect_event(&e, IW_CM_EVENT_CONNECT_REQUEST, 0, true);
-	c.b = ev->id;
-	iw_cm_ack_event(ev);
+	env_up(&e, NULL, NULL);
+	connect_until_request(&e, &c, NULL);
 	ck_assert_int_eq(iw_cm_reject(c.b, why, sizeof(why)), 0);
-	ev = expect_event(&e, IW_CM_EVENT_REJECTED, -ECONNREFUSED, true);
+	struct iw_cm_event *ev = expect_event(&e, IW_CM_EVENT_REJECTED, -ECONNREFUSED, true);
 	ck_assert_ptr_eq(ev->id, c.a);
 	ck_assert_int_eq(ev->private_data_len, sizeof(why));
 	ck_assert_mem_eq(ev->private_data, why, sizeof(why));
 	iw_cm_ack_event(ev);
 	/* Decided: neither accept nor a second reject. */
-	struct iw_qp *qb = new_qp(&e);
-	ck_assert_int_eq(iw_cm_accept(c.b, qb, NULL), -ECONNABORTED);
+	ck_assert_int_eq(iw_cm_accept(c.b, c.qb, NULL), -ECONNABORTED);
 	ck_assert_int_eq(iw_cm_reject(c.b, NULL, 0), -ECONNABORTED);
-	ck_assert_int_eq(iw_destroy_qp(qb), 0);
 	ck_assert_int_eq(iw_qp_state(c.qa), IW_QPS_INIT);
 	no_event(&e);
 	conn_fini(&e, &c);
@@ -510,24 +557,16 @@ END_TEST
 START_TEST(test_reply_timeout)
 {
 	struct env e;
-	struct iw_cm_id *id;
-	struct sockaddr_in a = addr(PORT);
+	struct active x = { 0 };
 	struct iw_conn_param p = { .timeout_ms = 30 };
 	uint8_t buf[600];
 
 	env_init(&e, NULL);
-	struct iw_conn *l = peer_listen(&e, PORT);
-	struct iw_qp *qp = new_qp(&e);
-	ck_assert_int_eq(iw_cm_create_id(e.ch, NULL, &id), 0);
-	ck_assert_int_eq(iw_cm_connect(id, qp, (struct sockaddr *)&a, &p), 0);
-	struct iw_conn *s = peer_accept(&e, l);
-	ck_assert_int_eq(peer_recv(&e, s, buf, sizeof(buf)), IW_MPA_FRAME_HDR_LEN + 4); /* Request, rev 2 words */
+	active_start(&e, &x, &p);
+	ck_assert_int_eq(peer_recv(&e, x.s, buf, sizeof(buf)), IW_MPA_FRAME_HDR_LEN + 4); /* Request, rev 2 words */
 	expect_event(&e, IW_CM_EVENT_CONNECT_ERROR, -ETIMEDOUT, false);
-	peer_expect_end(&e, s);
-	peer_close(&e, s, IW_CONN_ABORT);
-	peer_close(&e, l, IW_CONN_ABORT);
-	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
-	ck_assert_int_eq(iw_destroy_qp(qp), 0);
+	peer_expect_end(&e, x.s);
+	active_fini(&e, &x);
 	env_fini(&e);
 }
 END_TEST
@@ -536,37 +575,26 @@ END_TEST
 START_TEST(test_bad_reply)
 {
 	struct env e;
-	struct iw_cm_id *id;
-	struct sockaddr_in a = addr(PORT);
+	struct active x = { 0 };
 	uint8_t buf[600];
 
 	env_init(&e, NULL);
-	struct iw_conn *l = peer_listen(&e, PORT);
-	struct iw_qp *qp = new_qp(&e);
-	ck_assert_int_eq(iw_cm_create_id(e.ch, NULL, &id), 0);
-	ck_assert_int_eq(iw_cm_connect(id, qp, (struct sockaddr *)&a, NULL), 0);
-	struct iw_conn *s = peer_accept(&e, l);
-	ck_assert_int_gt(peer_recv(&e, s, buf, sizeof(buf)), 0);
+	active_start(&e, &x, NULL);
+	ck_assert_int_gt(peer_recv(&e, x.s, buf, sizeof(buf)), 0);
 	size_t n = request_bytes(buf, sizeof(buf), "x"); /* a Request where the Reply belongs */
-	peer_send(&e, s, buf, n);
+	peer_send(&e, x.s, buf, n);
 	expect_event(&e, IW_CM_EVENT_CONNECT_ERROR, -EPROTO, false);
+	active_end(&e, &x);
 	/* PD_Length beyond the RFC's 512 fails before the data arrives. */
-	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
-	peer_close(&e, s, IW_CONN_ABORT);
-	ck_assert_int_eq(iw_cm_create_id(e.ch, NULL, &id), 0);
-	ck_assert_int_eq(iw_cm_connect(id, qp, (struct sockaddr *)&a, NULL), 0);
-	s = peer_accept(&e, l);
+	active_start(&e, &x, NULL);
 	memset(buf, 0, IW_MPA_FRAME_HDR_LEN);
 	memcpy(buf, IW_MPA_KEY_REP, IW_MPA_KEY_LEN);
 	buf[17] = 2;
 	buf[18] = 0x02; /* 513 */
 	buf[19] = 0x01;
-	peer_send(&e, s, buf, IW_MPA_FRAME_HDR_LEN);
+	peer_send(&e, x.s, buf, IW_MPA_FRAME_HDR_LEN);
 	expect_event(&e, IW_CM_EVENT_CONNECT_ERROR, -EPROTO, false);
-	peer_close(&e, s, IW_CONN_ABORT);
-	peer_close(&e, l, IW_CONN_ABORT);
-	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
-	ck_assert_int_eq(iw_destroy_qp(qp), 0);
+	active_fini(&e, &x);
 	env_fini(&e);
 }
 END_TEST
@@ -575,20 +603,14 @@ END_TEST
 START_TEST(test_reset_during_exchange)
 {
 	struct env e;
-	struct iw_cm_id *id;
-	struct sockaddr_in a = addr(PORT);
+	struct active x = { 0 };
 
 	env_init(&e, NULL);
-	struct iw_conn *l = peer_listen(&e, PORT);
-	struct iw_qp *qp = new_qp(&e);
-	ck_assert_int_eq(iw_cm_create_id(e.ch, NULL, &id), 0);
-	ck_assert_int_eq(iw_cm_connect(id, qp, (struct sockaddr *)&a, NULL), 0);
-	struct iw_conn *s = peer_accept(&e, l);
-	peer_close(&e, s, IW_CONN_ABORT);
+	active_start(&e, &x, NULL);
+	peer_close(&e, x.s, IW_CONN_ABORT);
+	x.s = NULL;
 	expect_event(&e, IW_CM_EVENT_CONNECT_ERROR, -ECONNRESET, false);
-	peer_close(&e, l, IW_CONN_ABORT);
-	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
-	ck_assert_int_eq(iw_destroy_qp(qp), 0);
+	active_fini(&e, &x);
 	env_fini(&e);
 }
 END_TEST
@@ -602,8 +624,7 @@ START_TEST(test_request_timeout_and_garbage)
 	struct iw_listen_param lp = { .request_timeout_ms = 30 };
 	uint8_t buf[600];
 
-	env_init(&e, NULL);
-	env_listen(&e, &lp);
+	env_up(&e, NULL, &lp);
 	struct iw_conn *p = peer_connect(&e, PORT);
 	peer_expect_end(&e, p); /* the request timeout */
 	peer_close(&e, p, IW_CONN_ABORT);
@@ -630,17 +651,11 @@ END_TEST
 START_TEST(test_peer_talks_before_accept)
 {
 	struct env e;
-	uint8_t buf[600];
 
-	env_init(&e, NULL);
-	env_listen(&e, NULL);
+	env_up(&e, NULL, NULL);
 	for (int reset = 0; reset < 2; reset++) {
-		struct iw_conn *p = peer_connect(&e, PORT);
-		size_t n = request_bytes(buf, sizeof(buf), "req");
-		peer_send(&e, p, buf, n);
-		struct iw_cm_event *ev = expect_event(&e, IW_CM_EVENT_CONNECT_REQUEST, 0, true);
-		struct iw_cm_id *id = ev->id;
-		iw_cm_ack_event(ev);
+		struct iw_conn *p = peer_request(&e, "req");
+		struct iw_cm_id *id = fetch_request(&e);
 		if (reset) {
 			peer_close(&e, p, IW_CONN_ABORT);
 			expect_event(&e, IW_CM_EVENT_CONNECT_ERROR, -ECONNRESET, false);
@@ -664,13 +679,9 @@ END_TEST
 START_TEST(test_unfetched_request_dropped)
 {
 	struct env e;
-	uint8_t buf[600];
 
-	env_init(&e, NULL);
-	env_listen(&e, NULL);
-	struct iw_conn *p = peer_connect(&e, PORT);
-	size_t n = request_bytes(buf, sizeof(buf), "bye");
-	peer_send(&e, p, buf, n);
+	env_up(&e, NULL, NULL);
+	struct iw_conn *p = peer_request(&e, "bye");
 	pump(&e);
 	peer_close(&e, p, IW_CONN_ABORT);
 	no_event(&e);
@@ -683,27 +694,17 @@ START_TEST(test_backlog)
 {
 	struct env e;
 	struct iw_listen_param lp = { .backlog = 1 };
-	uint8_t buf[600];
 
-	env_init(&e, NULL);
-	env_listen(&e, &lp);
-	struct iw_conn *p1 = peer_connect(&e, PORT);
-	size_t n = request_bytes(buf, sizeof(buf), "one");
-	peer_send(&e, p1, buf, n);
-	struct iw_cm_event *ev = expect_event(&e, IW_CM_EVENT_CONNECT_REQUEST, 0, true);
-	struct iw_cm_id *id = ev->id;
-	iw_cm_ack_event(ev);
+	env_up(&e, NULL, &lp);
+	struct iw_conn *p1 = peer_request(&e, "one");
+	struct iw_cm_id *id = fetch_request(&e);
 	struct iw_conn *p2 = peer_connect(&e, PORT);
 	peer_expect_end(&e, p2);
 	peer_close(&e, p2, IW_CONN_ABORT);
 	/* Rejecting the first frees its place. */
 	ck_assert_int_eq(iw_cm_reject(id, NULL, 0), 0);
-	struct iw_conn *p3 = peer_connect(&e, PORT);
-	peer_send(&e, p3, buf, n);
-	ev = expect_event(&e, IW_CM_EVENT_CONNECT_REQUEST, 0, true);
-	struct iw_cm_id *id3 = ev->id;
-	iw_cm_ack_event(ev);
-	ck_assert_int_eq(iw_cm_destroy_id(id3), 0);
+	struct iw_conn *p3 = peer_request(&e, "three");
+	ck_assert_int_eq(iw_cm_destroy_id(fetch_request(&e)), 0);
 	peer_close(&e, p3, IW_CONN_ABORT);
 	peer_close(&e, p1, IW_CONN_ABORT);
 	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
@@ -715,28 +716,19 @@ END_TEST
 START_TEST(test_qp_destroyed_during_handshake)
 {
 	struct env e;
-	struct iw_cm_id *id;
-	struct sockaddr_in a = addr(PORT);
+	struct conn c;
 
-	env_init(&e, NULL);
-	env_listen(&e, NULL);
-	struct iw_qp *qp = new_qp(&e);
-	ck_assert_int_eq(iw_cm_create_id(e.ch, NULL, &id), 0);
-	ck_assert_int_eq(iw_cm_connect(id, qp, (struct sockaddr *)&a, NULL), 0);
-	struct iw_cm_event *ev = expect_event(&e, IW_CM_EVENT_CONNECT_REQUEST, 0, true);
-	struct iw_cm_id *b = ev->id;
-	iw_cm_ack_event(ev);
-	ck_assert_int_eq(iw_destroy_qp(qp), 0);
-	struct iw_qp *qb = new_qp(&e);
-	ck_assert_int_eq(iw_cm_accept(b, qb, NULL), 0);
+	env_up(&e, NULL, NULL);
+	connect_until_request(&e, &c, NULL);
+	ck_assert_int_eq(iw_destroy_qp(c.qa), 0);
+	c.qa = NULL;
+	ck_assert_int_eq(iw_cm_accept(c.b, c.qb, NULL), 0);
 	/* b is established; a's Reply finds no QP: -ECANCELED, and b's
 	 * stream is reset. */
 	expect_event(&e, IW_CM_EVENT_ESTABLISHED, 0, false);
 	expect_event(&e, IW_CM_EVENT_CONNECT_ERROR, -ECANCELED, false);
 	expect_event(&e, IW_CM_EVENT_DISCONNECTED, -ECONNRESET, false);
-	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
-	ck_assert_int_eq(iw_cm_destroy_id(b), 0);
-	ck_assert_int_eq(iw_destroy_qp(qb), 0);
+	conn_fini(&e, &c);
 	env_fini(&e);
 }
 END_TEST
@@ -746,28 +738,18 @@ END_TEST
 START_TEST(test_dead_peer_setup_fails)
 {
 	struct env e;
-	struct iw_cm_id *id;
-	struct sockaddr_in a = addr(PORT);
+	struct conn c;
 	struct iw_pipe_net_opts o = { .dead_peer_err = -ENOPROTOOPT };
 	struct iw_conn_param p = { .dead_peer_timeout_ms = 1000 };
 
-	env_init(&e, &o);
-	env_listen(&e, NULL);
-	struct iw_qp *qa = new_qp(&e), *qb = new_qp(&e);
-	ck_assert_int_eq(iw_cm_create_id(e.ch, NULL, &id), 0);
-	ck_assert_int_eq(iw_cm_connect(id, qa, (struct sockaddr *)&a, &p), 0);
-	struct iw_cm_event *ev = expect_event(&e, IW_CM_EVENT_CONNECT_REQUEST, 0, true);
-	struct iw_cm_id *b = ev->id;
-	iw_cm_ack_event(ev);
-	ck_assert_int_eq(iw_cm_accept(b, qb, NULL), 0); /* no dead-peer option on b */
+	env_up(&e, &o, NULL);
+	connect_until_request(&e, &c, &p);
+	ck_assert_int_eq(iw_cm_accept(c.b, c.qb, NULL), 0); /* no dead-peer option on b */
 	expect_event(&e, IW_CM_EVENT_ESTABLISHED, 0, false);
 	expect_event(&e, IW_CM_EVENT_CONNECT_ERROR, -ENOPROTOOPT, false);
 	expect_event(&e, IW_CM_EVENT_DISCONNECTED, -ECONNRESET, false);
-	ck_assert_int_eq(iw_qp_state(qa), IW_QPS_INIT);
-	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
-	ck_assert_int_eq(iw_cm_destroy_id(b), 0);
-	ck_assert_int_eq(iw_destroy_qp(qa), 0);
-	ck_assert_int_eq(iw_destroy_qp(qb), 0);
+	ck_assert_int_eq(iw_qp_state(c.qa), IW_QPS_INIT);
+	conn_fini(&e, &c);
 	env_fini(&e);
 }
 END_TEST
@@ -784,8 +766,7 @@ START_TEST(test_events_survive_no_memory)
 	struct conn c;
 	struct iw_cm_event *ev[2];
 
-	env_init(&e, NULL);
-	env_listen(&e, NULL);
+	env_up(&e, NULL, NULL);
 	connect_until_request(&e, &c, NULL);
 	/* No Check assertions while allocations fail: they allocate too. */
 	alloc_fails = true;
