@@ -20,8 +20,7 @@
  *   may run past the length field into the two control bytes; if the
  *   length is invalid that ERROR comes first and the rest of the commit is
  *   dropped, as are any bytes committed after an ERROR.
- * - marker_have in struct iw_mpa_rx is unused: the marker position follows
- *   from stream_off. */
+ * - The marker position follows from stream_off: no marker state is kept. */
 #include "mpa_rx.h"
 
 #include <stdint.h>
@@ -527,7 +526,6 @@ void iw_mpa_rx_set_sink(struct iw_mpa_rx *rx, const struct iovec *sink, int nsin
 	rx->nsink = nsink;
 	rx->sink_idx = 0;
 	rx->sink_off = 0;
-	rx->discarding = !sink;
 	sink_norm(rx, &rx->sink_idx, &rx->sink_off);
 	rx->payload_done = 0;
 	rx->have = 0;
@@ -541,7 +539,6 @@ bool iw_mpa_rx_drop_sink(struct iw_mpa_rx *rx)
 	/* An index past the list sends the remaining bytes to discard. */
 	rx->sink_idx = rx->nsink;
 	rx->sink_off = 0;
-	rx->discarding = true;
 	return true;
 }
 

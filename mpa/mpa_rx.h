@@ -88,7 +88,6 @@ struct iw_mpa_rx {
 	uint8_t trailer[IW_MPA_PAD_MAX + IW_MPA_CRC_LEN];
 	uint8_t discard[256];
 	uint16_t have;       /* bytes of the current field collected */
-	uint16_t marker_have; /* bytes of a marker being collected (0 = none) */
 	uint16_t ulpdu_len;
 	uint16_t hdr_len;
 	uint16_t min_ulpdu;
@@ -97,7 +96,6 @@ struct iw_mpa_rx {
 	int nsink;
 	int sink_idx;
 	size_t sink_off;
-	bool discarding;
 	struct iw_term_cause cause;
 };
 

@@ -321,4 +321,50 @@ void iw_rdmap_fail(struct iw_rdmap_conn *c, struct iw_term_cause cause);
 /* Stop and report SQ_FLUSH for every WR not yet completed, in order. */
 void iw_rdmap_flush(struct iw_rdmap_conn *c);
 
+/* ------------------------------------------------------------------ */
+/* What the owner may ask (rdmap_query.c): the owner reads no field of
+ * struct iw_rdmap_conn, so the engine may change its bookkeeping freely. */
+
+/* The stream runs: no violation found, no Terminate received, not flushed. */
+bool iw_rdmap_running(const struct iw_rdmap_conn *c);
+
+/* The free-running send-queue index the next posted WR gets (the owner
+ * uses it as the WR's cookie), and how many posted WRs have not yet
+ * completed (they hold the indices just below it). */
+uint32_t iw_rdmap_sq_next_index(const struct iw_rdmap_conn *c);
+uint32_t iw_rdmap_sq_outstanding(const struct iw_rdmap_conn *c);
+
+/* Nothing left to send: every posted WR completed, every FPDU handed out
+ * acknowledged, nothing waiting to be pulled. */
+bool iw_rdmap_tx_drained(const struct iw_rdmap_conn *c);
+
+/* The READs this end may have outstanding (the negotiated ORD). */
+uint16_t iw_rdmap_ord(const struct iw_rdmap_conn *c);
+
+/* Cookie of the oldest READ waiting for its response; false if none. */
+bool iw_rdmap_oldest_read(const struct iw_rdmap_conn *c, uint64_t *cookie);
+
+/* Cookie of the oldest WR already (partly) transmitted and not yet
+ * completed whose opcode is in opmask (IW_RDMAP_WR_BIT(op) bits); false
+ * if none. */
+#define IW_RDMAP_WR_BIT(op) (1u << (op))
+#define IW_RDMAP_WR_ANY 0x3Fu
+#define IW_RDMAP_WR_SENDS                                                                                     \
+	(IW_RDMAP_WR_BIT(IW_RDMAP_WR_SEND) | IW_RDMAP_WR_BIT(IW_RDMAP_WR_SEND_SE) |                           \
+	 IW_RDMAP_WR_BIT(IW_RDMAP_WR_SEND_INV) | IW_RDMAP_WR_BIT(IW_RDMAP_WR_SEND_SE_INV))
+bool iw_rdmap_oldest_started(const struct iw_rdmap_conn *c, unsigned opmask, uint64_t *cookie);
+
+/* RDMAP opcode of the inbound message whose segment header came last
+ * (what a violation found on receive is about). */
+uint8_t iw_rdmap_rx_opcode(const struct iw_rdmap_conn *c);
+
+/* The inbound stream stopped inside an FPDU: the peer's end of stream
+ * here lost data. */
+bool iw_rdmap_rx_mid_fpdu(const struct iw_rdmap_conn *c);
+
+struct iw_rdmap_stats {
+	uint64_t fpdus_tx, fpdus_rx, bytes_placed;
+};
+struct iw_rdmap_stats iw_rdmap_get_stats(const struct iw_rdmap_conn *c);
+
 #endif

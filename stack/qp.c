@@ -255,51 +255,6 @@ static void enter_error(struct iw_qp *qp, struct iw_term_cause cause)
 	qp->flush_cause = cause;
 }
 
-static struct iw_rdmap_sq_entry *engine_sq(struct iw_qp *qp, uint32_t abs)
-{
-	return &qp->conn.mem.sq[abs % qp->conn.mem.sq_depth];
-}
-
-/* The oldest READ waiting for its response. */
-static bool oldest_read(struct iw_qp *qp, uint64_t *cookie)
-{
-	struct iw_rdmap_conn *c = &qp->conn;
-	if (c->reads_out == 0)
-		return false;
-	*cookie = c->mem.sq[c->ord_ring[c->ord_head % IW_RDMAP_MAX_IRD_ORD] % c->mem.sq_depth].wr.cookie;
-	return true;
-}
-
-/* The oldest WR already (partly) transmitted and not yet retired whose
- * opcode passes match (NULL: any). */
-static bool oldest_started(struct iw_qp *qp, bool (*match)(enum iw_rdmap_wr_opcode), uint64_t *cookie)
-{
-	struct iw_rdmap_conn *c = &qp->conn;
-	for (uint32_t i = c->sq_head; i != c->sq_next; i++) {
-		const struct iw_rdmap_sq_entry *e = engine_sq(qp, i);
-		if (!match || match(e->wr.opcode)) {
-			*cookie = e->wr.cookie;
-			return true;
-		}
-	}
-	return false;
-}
-
-static bool is_write(enum iw_rdmap_wr_opcode op)
-{
-	return op == IW_RDMAP_WR_WRITE;
-}
-
-static bool is_read(enum iw_rdmap_wr_opcode op)
-{
-	return op == IW_RDMAP_WR_READ;
-}
-
-static bool is_send(enum iw_rdmap_wr_opcode op)
-{
-	return op != IW_RDMAP_WR_WRITE && op != IW_RDMAP_WR_READ;
-}
-
 static bool is_send_opcode(uint8_t op)
 {
 	return op == IW_OP_SEND || op == IW_OP_SEND_INV || op == IW_OP_SEND_SE || op == IW_OP_SEND_SE_INV;
@@ -320,11 +275,11 @@ static void blame_local(struct iw_qp *qp, struct iw_term_cause c)
 
 	if (qp->error_local || c.layer == IW_LAYER_MPA || c.etype == 0)
 		return; /* framing or local failures: no particular WR */
-	uint8_t op = qp->conn.rx.opcode;
+	uint8_t op = iw_rdmap_rx_opcode(&qp->conn);
 	if (is_send_opcode(op) && qp->rx_cur) {
 		qp->blame_rq = true;
 		qp->blame_rq_status = local_recv_status(c);
-	} else if (op == IW_OP_READ_RESP && oldest_read(qp, &cookie)) {
+	} else if (op == IW_OP_READ_RESP && iw_rdmap_oldest_read(&qp->conn, &cookie)) {
 		blame_sq(qp, cookie, cause_is_protection(c) ? IW_WC_LOC_PROT_ERR : IW_WC_LOC_QP_OP_ERR);
 	}
 }
@@ -338,12 +293,14 @@ static void blame_remote(struct iw_qp *qp, const struct iw_rdmap_term *t, struct
 	if (!t || !t->has_ddp_hdr || t->ddp_hdr_len < 2)
 		return;
 	uint8_t op = iw_rdmap_opcode_of(t->ddp_hdr[1]);
+	const struct iw_rdmap_conn *conn = &qp->conn;
 	if (op == IW_OP_READ_REQ)
-		found = oldest_read(qp, &cookie) || oldest_started(qp, is_read, &cookie);
+		found = iw_rdmap_oldest_read(conn, &cookie) ||
+			iw_rdmap_oldest_started(conn, IW_RDMAP_WR_BIT(IW_RDMAP_WR_READ), &cookie);
 	else if (op == IW_OP_WRITE)
-		found = oldest_started(qp, is_write, &cookie);
+		found = iw_rdmap_oldest_started(conn, IW_RDMAP_WR_BIT(IW_RDMAP_WR_WRITE), &cookie);
 	else if (is_send_opcode(op))
-		found = oldest_started(qp, is_send, &cookie);
+		found = iw_rdmap_oldest_started(conn, IW_RDMAP_WR_SENDS, &cookie);
 	if (found)
 		blame_sq(qp, cookie, remote_status(c));
 }
@@ -504,19 +461,13 @@ static void qp_flush(struct iw_qp *qp)
 	}
 }
 
-static bool drained(const struct iw_qp *qp)
-{
-	const struct iw_rdmap_conn *c = &qp->conn;
-	return c->sq_head == c->sq_tail && c->tx_count == 0 && !iw_rdmap_tx_pending(c);
-}
-
 void iw_qp_run_deferred(struct iw_qp *qp)
 {
 	unsigned w = qp->work;
 	struct iw_transport *t = qp->transport;
 
 	qp->work = 0;
-	if ((w & IW_QPW_FAIL) && qp->connected && qp->conn.state == IW_RDMAP_ST_RTS) {
+	if ((w & IW_QPW_FAIL) && qp->connected && iw_rdmap_running(&qp->conn)) {
 		qp->error_local = true;
 		iw_rdmap_fail(&qp->conn, CAUSE_LOCAL_CATA); /* -> ERROR event */
 		w |= IW_QPW_KICK;
@@ -524,7 +475,7 @@ void iw_qp_run_deferred(struct iw_qp *qp)
 	if ((w & IW_QPW_KICK) && t && !qp->shut)
 		t->ops->kick(t);
 	if ((w & (IW_QPW_DRAIN | IW_QPW_KICK)) && qp->closing && !qp->flushed && qp->state == IW_QPS_RTS &&
-	    drained(qp)) {
+	    iw_rdmap_tx_drained(&qp->conn)) {
 		qp->state = IW_QPS_CLOSED;
 		w |= IW_QPW_CLOSE | IW_QPW_FLUSH;
 	}
@@ -600,7 +551,7 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
  * reported as (2,0,0x01) TCP stream lost). */
 static bool rx_mid_message(const struct iw_qp *qp)
 {
-	return !iw_mpa_rx_at_boundary(&qp->conn.mpa_rx) || qp->conn.mpa_rx.marker_have || qp->rx_cur;
+	return iw_rdmap_rx_mid_fpdu(&qp->conn) || qp->rx_cur;
 }
 
 void iw_qp_transport_closed(struct iw_qp *qp, int err)
@@ -620,7 +571,7 @@ void iw_qp_transport_closed(struct iw_qp *qp, int err)
 	} else if (qp->state == IW_QPS_RTS) {
 		uint64_t cookie;
 		enter_error(qp, CAUSE_STREAM_LOST);
-		if (oldest_started(qp, NULL, &cookie))
+		if (iw_rdmap_oldest_started(&qp->conn, IW_RDMAP_WR_ANY, &cookie))
 			blame_sq(qp, cookie, IW_WC_FATAL_ERR);
 		if (qp->rx_cur) {
 			qp->blame_rq = true;
@@ -810,7 +761,8 @@ int iw_destroy_qp(struct iw_qp *qp)
 	/* Outstanding WRs are dropped without completions; their regions
 	 * are released. */
 	if (qp->connected) {
-		for (uint32_t i = qp->conn.sq_head; i != qp->conn.sq_tail; i++)
+		uint32_t end = iw_rdmap_sq_next_index(&qp->conn);
+		for (uint32_t i = end - iw_rdmap_sq_outstanding(&qp->conn); i != end; i++)
 			meta_release(qp, sq_slot(qp, i));
 	}
 	if (qp->srq && qp->rx_cur)
@@ -874,7 +826,7 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 
 	if (!qp->connected || qp->state != IW_QPS_RTS || qp->closing)
 		return -EPIPE;
-	if (c->sq_tail - c->sq_head + qp->linv_count >= qp->cap.max_send_wr)
+	if (iw_rdmap_sq_outstanding(c) + qp->linv_count >= qp->cap.max_send_wr)
 		return -ENOSPC;
 	if (wr->opcode == IW_WR_LOCAL_INV) {
 		if (wr->num_sge || (wr->send_flags & ~(unsigned)(IW_SEND_SIGNALED | IW_SEND_FENCE)))
@@ -901,7 +853,7 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 		return -EINVAL;
 	bool read = w.opcode == IW_RDMAP_WR_READ, inl = wr->send_flags & IW_SEND_INLINE;
 	/* An iWARP READ sink is one STag: one SGE; inline makes no sense. */
-	if (read && (inl || wr->num_sge > 1 || c->cfg.ord == 0))
+	if (read && (inl || wr->num_sge > 1 || iw_rdmap_ord(c) == 0))
 		return -EINVAL;
 
 	uint64_t total = 0;
@@ -915,7 +867,7 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 			return -EMSGSIZE;
 		/* The slot is free (the SQ has room): copy now, the caller's
 		 * buffers may be reused as soon as we return. */
-		uint8_t *inl_buf = meta_inline(qp, c->sq_tail % qp->cap.max_send_wr);
+		uint8_t *inl_buf = meta_inline(qp, iw_rdmap_sq_next_index(c) % qp->cap.max_send_wr);
 		size_t off = 0;
 		for (int i = 0; i < wr->num_sge; i++) {
 			const struct iw_sge *s = &wr->sg_list[i];
@@ -954,7 +906,7 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 			w.local_to = wr->sg_list[0].addr;
 		}
 	}
-	w.cookie = c->sq_tail;
+	w.cookie = iw_rdmap_sq_next_index(c);
 	w.fence = wr->send_flags & IW_SEND_FENCE;
 	w.remote_stag = wr->rkey;
 	w.remote_to = wr->remote_addr;
@@ -1074,8 +1026,9 @@ void iw_qp_get_stats(const struct iw_qp *qp, struct iw_qp_stats *st)
 		return;
 	iw_ctx_lock(qp->ctx);
 	*st = qp->stats;
-	st->fpdus_tx = qp->conn.fpdus_tx;
-	st->fpdus_rx = qp->conn.fpdus_rx;
-	st->bytes_placed = qp->conn.bytes_placed;
+	struct iw_rdmap_stats es = iw_rdmap_get_stats(&qp->conn);
+	st->fpdus_tx = es.fpdus_tx;
+	st->fpdus_rx = es.fpdus_rx;
+	st->bytes_placed = es.bytes_placed;
 	iw_ctx_unlock(qp->ctx);
 }

@@ -1,0 +1,69 @@
+/* Queries the engine's owner asks (see rdmap_conn.h): answered from the
+ * engine's own bookkeeping, so the owner never re-derives it. */
+#include "rdmap_conn.h"
+
+static const struct iw_rdmap_sq_entry *sq_at_c(const struct iw_rdmap_conn *c, uint32_t abs)
+{
+	return &c->mem.sq[abs % c->mem.sq_depth];
+}
+
+bool iw_rdmap_running(const struct iw_rdmap_conn *c)
+{
+	return c->state == IW_RDMAP_ST_RTS;
+}
+
+uint32_t iw_rdmap_sq_next_index(const struct iw_rdmap_conn *c)
+{
+	return c->sq_tail;
+}
+
+uint32_t iw_rdmap_sq_outstanding(const struct iw_rdmap_conn *c)
+{
+	return c->sq_tail - c->sq_head;
+}
+
+bool iw_rdmap_tx_drained(const struct iw_rdmap_conn *c)
+{
+	return c->sq_head == c->sq_tail && c->tx_count == 0 && !iw_rdmap_tx_pending(c);
+}
+
+uint16_t iw_rdmap_ord(const struct iw_rdmap_conn *c)
+{
+	return c->cfg.ord;
+}
+
+bool iw_rdmap_oldest_read(const struct iw_rdmap_conn *c, uint64_t *cookie)
+{
+	if (c->reads_out == 0)
+		return false;
+	*cookie = sq_at_c(c, c->ord_ring[c->ord_head % IW_RDMAP_MAX_IRD_ORD])->wr.cookie;
+	return true;
+}
+
+bool iw_rdmap_oldest_started(const struct iw_rdmap_conn *c, unsigned opmask, uint64_t *cookie)
+{
+	for (uint32_t i = c->sq_head; i != c->sq_next; i++) {
+		const struct iw_rdmap_sq_entry *e = sq_at_c(c, i);
+		if (opmask & IW_RDMAP_WR_BIT(e->wr.opcode)) {
+			*cookie = e->wr.cookie;
+			return true;
+		}
+	}
+	return false;
+}
+
+uint8_t iw_rdmap_rx_opcode(const struct iw_rdmap_conn *c)
+{
+	return c->rx.opcode;
+}
+
+bool iw_rdmap_rx_mid_fpdu(const struct iw_rdmap_conn *c)
+{
+	return !iw_mpa_rx_at_boundary(&c->mpa_rx);
+}
+
+struct iw_rdmap_stats iw_rdmap_get_stats(const struct iw_rdmap_conn *c)
+{
+	return (struct iw_rdmap_stats){
+		.fpdus_tx = c->fpdus_tx, .fpdus_rx = c->fpdus_rx, .bytes_placed = c->bytes_placed};
+}
