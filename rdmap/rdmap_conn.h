@@ -321,6 +321,18 @@ void iw_rdmap_fail(struct iw_rdmap_conn *c, struct iw_term_cause cause);
 /* Stop and report SQ_FLUSH for every WR not yet completed, in order. */
 void iw_rdmap_flush(struct iw_rdmap_conn *c);
 
+/* Build the RFC 6581 Ready-to-Receive FPDU (a zero-length tagged RDMA
+ * WRITE) in the connection's MPA transmit stream, so markers and the
+ * peer's deframer stay in step; it is no work request and no engine
+ * statistic counts it. The caller owns fr, markers
+ * (IW_RDMAP_RTR_MARKERS entries) and hdr (IW_DDP_UNTAGGED_HDR_LEN bytes,
+ * the room iw_ddp_hdr_encode asks)
+ * until the FPDU is written, and writes it before anything the engine
+ * hands out. Returns the iovecs filled, or a negative errno. */
+#define IW_RDMAP_RTR_MARKERS 2 /* the FPDU crosses at most one marker position */
+int iw_rdmap_build_rtr(struct iw_rdmap_conn *c, struct iw_mpa_tx_frame *fr,
+		       uint8_t (*markers)[IW_MPA_MARKER_LEN], uint8_t *hdr, struct iovec *iov, int iov_cap);
+
 /* ------------------------------------------------------------------ */
 /* What the owner may ask (rdmap_query.c): the owner reads no field of
  * struct iw_rdmap_conn, so the engine may change its bookkeeping freely. */

@@ -117,19 +117,12 @@ static void delay_timer_cb(struct iw_timer *tm)
 	iw_stream_leave(s);
 }
 
-/* The RFC 6581 zero-length RDMA WRITE RTR, built in the engine's MPA
- * stream (so markers and the peer's deframer stay in step); neither a
- * work request nor counted by the engine. */
+/* The RFC 6581 RTR goes out before any FPDU of the engine's. */
 static int stream_queue_rtr(struct iw_stream *s)
 {
-	struct iw_ddp_hdr h = { .tagged = true, .last = true, .ulp_ctrl = iw_rdmap_ctrl(IW_OP_WRITE) };
 	struct iovec iov[STREAM_RTR_IOV];
-	size_t hl = iw_ddp_hdr_encode(&h, s->rtr_hdr);
+	int n = iw_rdmap_build_rtr(iw_stream_conn(s), &s->rtr_fpdu, s->rtr_markers, s->rtr_hdr, iov, STREAM_RTR_IOV);
 
-	s->rtr_fpdu.markers = s->rtr_markers;
-	s->rtr_fpdu.markers_cap = 2;
-	int n = iw_mpa_tx_build_frame(&iw_stream_conn(s)->mpa_tx, &s->rtr_fpdu, s->rtr_hdr, hl, NULL, 0, iov,
-				      STREAM_RTR_IOV);
 	if (n < 0)
 		return n;
 	return s->io->queue_rtr(s, iov, n, s->rtr_fpdu.wire_len);
