@@ -619,7 +619,7 @@ static void teardown(struct fz *f, uint8_t mode)
 	peer_close(f, mode & 0x80 ? -ECONNRESET : 0);
 	FUZZ_CHECK(progress(f));
 	FUZZ_CHECK(f->qp->flushed);
-	FUZZ_CHECK(f->qp->state == IW_QPS_ERROR || f->qp->state == IW_QPS_CLOSED);
+	FUZZ_CHECK(iw_qp_state(f->qp) == IW_QPS_ERROR || iw_qp_state(f->qp) == IW_QPS_CLOSED);
 	/* Exactly once; with an SRQ, receives no message reached stay
 	 * queued there (the QP's flush leaves them) and nothing else does. */
 	uint32_t queued = 0;
@@ -633,7 +633,7 @@ static void teardown(struct fz *f, uint8_t mode)
 	if (getenv("QPL_VERBOSE")) {
 		struct iw_term_cause c = f->qp->error;
 		fprintf(stderr, "qp_live: state %d cause (%u,%u,0x%02x) wrs %u fpdus rx %llu tx %llu placed %llu\n",
-			(int)f->qp->state, c.layer, c.etype, c.ecode, f->n_wr,
+			(int)iw_qp_state(f->qp), c.layer, c.etype, c.ecode, f->n_wr,
 			(unsigned long long)f->qp->conn.fpdus_rx, (unsigned long long)f->qp->conn.fpdus_tx,
 			(unsigned long long)f->qp->conn.bytes_placed);
 	}

@@ -523,7 +523,7 @@ int iw_cm_connect(struct iw_cm_id *id, struct iw_qp *qp, const struct sockaddr *
 	if (!id || !qp || !dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
 		return -EINVAL;
 	iw_ctx_lock(id->ctx);
-	if (id->state != CM_IDLE || qp->ctx != id->ctx || qp->cm_id || qp->state != IW_QPS_INIT) {
+	if (id->state != CM_IDLE || qp->ctx != id->ctx || qp->cm_id || !iw_qp_idle(qp)) {
 		rc = -EINVAL;
 		goto out;
 	}
@@ -679,7 +679,7 @@ int iw_cm_accept(struct iw_cm_id *id, struct iw_qp *qp, const struct iw_conn_par
 	if (!id || !qp)
 		return -EINVAL;
 	iw_ctx_lock(id->ctx);
-	if (id->state != CM_REQ_RECEIVED || qp->ctx != id->ctx || qp->cm_id || qp->state != IW_QPS_INIT) {
+	if (id->state != CM_REQ_RECEIVED || qp->ctx != id->ctx || qp->cm_id || !iw_qp_idle(qp)) {
 		rc = id->state == CM_DONE ? -ECONNABORTED : -EINVAL;
 		goto out;
 	}

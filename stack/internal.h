@@ -4,6 +4,8 @@
  *   cq.c         completion queues and channels
  *   srq.c        shared receive queues
  *   qp.c         queue pairs: verbs WRs <-> the RDMAP engine, completions
+ *   qp_state.c   the QP state machine (legal edges, debug lines)
+ *   qp_modify.c  application-driven state changes (to ERROR)
  *   transport/   what a transport implements (transport.h) and the three
  *                transports: tcp/ (kernel sockets), raw/ (our TCP, net/,
  *                over AF_PACKET), pipe/ (in memory, for tests)
@@ -297,6 +299,18 @@ struct iw_qp_conn_params {
 	uint16_t max_ulpdu_rx; /* largest we accept (0: 65535) */
 };
 
+/* A QP's state. Only iw_qp_transition (qp_state.c) changes it, along the
+ * edges its table allows; the public enum iw_qp_state is a projection
+ * (iw_qp_public_state). */
+enum iw_qp_st {
+	IW_QP_ST_IDLE,    /* created, no engine (the CM may be connecting it) */
+	IW_QP_ST_RTS,     /* the engine runs */
+	IW_QP_ST_CLOSING, /* disconnect asked: the SQ drains, then a graceful close */
+	IW_QP_ST_ERROR,   /* Terminate sent or received, stream or completion lost, or asked for */
+	IW_QP_ST_CLOSED,  /* graceful close by either side */
+	IW_QP_ST_COUNT
+};
+
 struct iw_qp {
 	struct iw_context *ctx;
 	struct iw_pd *pd;
@@ -306,7 +320,7 @@ struct iw_qp {
 	struct iw_qp_cap cap;
 	bool sq_sig_all;
 	void *user_context;
-	enum iw_qp_state state;
+	enum iw_qp_st st;
 	struct iw_term_cause error;
 
 	/* The protocol engine and its storage (sized at create / connect). */
@@ -341,12 +355,23 @@ struct iw_qp {
 
 	/* --- verbs additions --- */
 	unsigned work;       /* IW_QPW_* pending deferred work */
-	bool connected;      /* engine initialised (iw_qp_connect_start) */
-	bool closing;        /* disconnect requested: drain, then close */
-	bool shut;           /* transport shutdown already called */
-	bool flushed;        /* outstanding WRs were flushed */
-	bool error_local;    /* error raised by us (no blame by rx state) */
-	bool term_closing;   /* our Terminate went out: the graceful close ends by linger_deadline */
+	/* Facts beside st, not states: each holds in more than one state.
+	 * connected: conn holds an initialised engine (from
+	 *   iw_qp_connect_start on); ERROR is reached with or without one.
+	 * shut, flushed: records of one-shot actions that run deferred, after
+	 *   the state changed (the transport's shutdown was called; every
+	 *   outstanding WR was flushed).
+	 * error_local: the error was raised by us (asked for, or a lost
+	 *   completion): the engine's later ERROR blames no WR.
+	 * term_closing: our Terminate went out, so the close must end by
+	 *   linger_deadline (the Terminate bound). A violation can arrive
+	 *   while a disconnect's FIN is still draining, so this holds in
+	 *   CLOSED as well as in ERROR. */
+	bool connected;
+	bool shut;
+	bool flushed;
+	bool error_local;
+	bool term_closing;
 	struct iw_rq_entry rx_slot; /* SRQ entry taken by the message in progress */
 	uint8_t *inline_mem; /* max_send_wr * max_inline_data bytes (in qmem) */
 	/* Page-backed storage of every per-WR array above and the tx slots
@@ -374,6 +399,25 @@ enum {
 void iw_qp_defer(struct iw_qp *qp, unsigned work);
 /* Called by iw_progress for a QP taken off ctx->deferred. */
 void iw_qp_run_deferred(struct iw_qp *qp);
+
+/* Move qp to state to: 0, or -EINVAL (state unchanged) when the table has
+ * no such edge. why says what caused it, for the debug line. */
+int iw_qp_transition(struct iw_qp *qp, enum iw_qp_st to, const char *why);
+/* Whether the table has the edge from -> to / from qp's state to to. */
+bool iw_qp_edge_legal(enum iw_qp_st from, enum iw_qp_st to);
+bool iw_qp_may(const struct iw_qp *qp, enum iw_qp_st to);
+enum iw_qp_state iw_qp_public_state(enum iw_qp_st st);
+const char *iw_qp_st_name(enum iw_qp_st st);
+/* Not connected, never was: the CM may connect it. */
+static inline bool iw_qp_idle(const struct iw_qp *qp)
+{
+	return qp->st == IW_QP_ST_IDLE;
+}
+/* Connected and neither in error nor closed (a draining QP still is). */
+static inline bool iw_qp_live(const struct iw_qp *qp)
+{
+	return qp->st == IW_QP_ST_RTS || qp->st == IW_QP_ST_CLOSING;
+}
 
 /* The CM established the connection: size and start the engine. */
 int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, struct iw_transport *t);

@@ -1,8 +1,9 @@
 /* Queue pairs: verbs work requests <-> the RDMAP engine, completions,
  * errors, flushing.
  *
- * States: INIT (created) -> RTS (iw_qp_connect_start) -> ERROR (a
- * Terminate sent or received, the stream lost, a completion lost) or
+ * States (qp_state.c has the table of edges): IDLE (created) -> RTS
+ * (iw_qp_connect_start) -> CLOSING (a disconnect drains the SQ) -> ERROR
+ * (a Terminate sent or received, the stream lost, a completion lost) or
  * CLOSED (graceful disconnect by either side). Leaving RTS flushes: every
  * outstanding send WR and every posted receive (with an SRQ: only the
  * entry a message was being received into) completes exactly once, with
@@ -127,7 +128,7 @@ static void complete(struct iw_qp *qp, struct iw_cq *cq, const struct iw_wc *wc)
 {
 	/* A lost completion leaves the application unable to account for
 	 * its WRs: stop the QP (outside this callback). */
-	if (iw_cq_push(cq, wc) < 0 && qp->state == IW_QPS_RTS)
+	if (iw_cq_push(cq, wc) < 0 && iw_qp_live(qp))
 		iw_qp_defer(qp, IW_QPW_FAIL);
 }
 
@@ -168,7 +169,7 @@ static void run_local_invs(struct iw_qp *qp)
 		if ((int32_t)(qp->sq_completed - l->after) < 0)
 			return;
 		struct iw_wc wc = { .wr_id = l->wr_id, .opcode = IW_WC_LOCAL_INV, .qp = qp };
-		if (qp->state != IW_QPS_RTS) {
+		if (!iw_qp_live(qp)) {
 			wc.status = IW_WC_WR_FLUSH_ERR;
 			wc.cause = qp->flush_cause;
 		} else if (iw_mr_invalidate(qp->ctx, qp->pd, l->stag) < 0) {
@@ -192,7 +193,7 @@ static void on_sq_event(struct iw_qp *qp, const struct iw_rdmap_event *ev)
 	meta_release(qp, slot);
 	if (ok && ev->wr_opcode == IW_RDMAP_WR_READ)
 		iw_qp_defer(qp, IW_QPW_KICK); /* fenced WRs / ORD may proceed */
-	if (qp->closing)
+	if (qp->st == IW_QP_ST_CLOSING)
 		iw_qp_defer(qp, IW_QPW_DRAIN);
 	if (ok && !m->signaled && !qp->sq_sig_all) {
 		run_local_invs(qp);
@@ -246,11 +247,12 @@ static void on_recv_done(struct iw_qp *qp, const struct iw_rdmap_event *ev)
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */
 
-static void enter_error(struct iw_qp *qp, struct iw_term_cause cause)
+/* Once in ERROR or CLOSED the first outcome stands. */
+static void enter_error(struct iw_qp *qp, struct iw_term_cause cause, const char *why)
 {
-	if (qp->state == IW_QPS_ERROR || qp->state == IW_QPS_CLOSED)
+	if (!iw_qp_may(qp, IW_QP_ST_ERROR))
 		return;
-	qp->state = IW_QPS_ERROR;
+	iw_qp_transition(qp, IW_QP_ST_ERROR, why);
 	qp->error = cause;
 	qp->flush_cause = cause;
 }
@@ -322,15 +324,15 @@ static void linger_expired(struct iw_timer *t)
 		return;
 	if (now < qp->linger_deadline) {
 		uint64_t left = qp->linger_deadline - now;
-		if (qp->closing && qp->state == IW_QPS_RTS) {
+		if (qp->st == IW_QP_ST_CLOSING) {
 			iw_qp_defer(qp, IW_QPW_DRAIN);
 			left = left < IW_QP_DRAIN_POLL_MS ? left : IW_QP_DRAIN_POLL_MS;
 		}
 		iw_ctx_timer_arm(qp->ctx, &qp->linger, left);
 		return;
 	}
-	if (qp->state == IW_QPS_RTS)
-		qp->state = IW_QPS_CLOSED; /* a disconnect that did not drain in time */
+	if (iw_qp_live(qp))
+		iw_qp_transition(qp, IW_QP_ST_CLOSED, "disconnect did not drain in time");
 	iw_qp_defer(qp, IW_QPW_ABORT | IW_QPW_FLUSH);
 }
 
@@ -348,7 +350,7 @@ static void on_event(void *ctx, const struct iw_rdmap_event *ev)
 		break;
 	case IW_RDMAP_EV_ERROR:
 		/* Our Terminate is queued: send it, then close (TERM_SENT). */
-		enter_error(qp, ev->cause);
+		enter_error(qp, ev->cause, "violation found: our Terminate queued");
 		blame_local(qp, ev->cause);
 		linger_start(qp, IW_QP_LINGER_MS);
 		iw_qp_defer(qp, IW_QPW_KICK);
@@ -361,7 +363,7 @@ static void on_event(void *ctx, const struct iw_rdmap_event *ev)
 		iw_qp_defer(qp, IW_QPW_CLOSE | IW_QPW_FLUSH);
 		break;
 	case IW_RDMAP_EV_TERM_RECV:
-		enter_error(qp, ev->cause);
+		enter_error(qp, ev->cause, "Terminate received");
 		blame_remote(qp, ev->term, ev->cause);
 		iw_qp_defer(qp, IW_QPW_ABORT | IW_QPW_FLUSH);
 		break;
@@ -474,9 +476,9 @@ void iw_qp_run_deferred(struct iw_qp *qp)
 	}
 	if ((w & IW_QPW_KICK) && t && !qp->shut)
 		t->ops->kick(t);
-	if ((w & (IW_QPW_DRAIN | IW_QPW_KICK)) && qp->closing && !qp->flushed && qp->state == IW_QPS_RTS &&
+	if ((w & (IW_QPW_DRAIN | IW_QPW_KICK)) && qp->st == IW_QP_ST_CLOSING && !qp->flushed &&
 	    iw_rdmap_tx_drained(&qp->conn)) {
-		qp->state = IW_QPS_CLOSED;
+		iw_qp_transition(qp, IW_QP_ST_CLOSED, "send queue drained");
 		w |= IW_QPW_CLOSE | IW_QPW_FLUSH;
 	}
 	if ((w & (IW_QPW_CLOSE | IW_QPW_ABORT)) && t && !qp->shut) {
@@ -491,7 +493,7 @@ void iw_qp_run_deferred(struct iw_qp *qp)
 
 int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, struct iw_transport *t)
 {
-	if (!qp || !p || !t || !t->ops || qp->connected || qp->state != IW_QPS_INIT)
+	if (!qp || !p || !t || !t->ops || !iw_qp_idle(qp))
 		return -EINVAL;
 	if (p->ird > IW_RDMAP_MAX_IRD_ORD || p->ord > IW_RDMAP_MAX_IRD_ORD)
 		return -EINVAL;
@@ -542,7 +544,7 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 	qp->transport = t;
 	t->qp = qp;
 	qp->connected = true;
-	qp->state = IW_QPS_RTS;
+	iw_qp_transition(qp, IW_QP_ST_RTS, "connected");
 	return 0;
 }
 
@@ -563,14 +565,14 @@ void iw_qp_transport_closed(struct iw_qp *qp, int err)
 	if (!qp || !qp->connected || qp->flushed)
 		return;
 	qp->shut = true; /* nothing left to shut down */
-	if (err == 0 && qp->state == IW_QPS_RTS && rx_mid_message(qp))
+	if (err == 0 && iw_qp_live(qp) && rx_mid_message(qp))
 		err = -EPIPE;
 	if (err == 0) {
-		if (qp->state == IW_QPS_RTS)
-			qp->state = IW_QPS_CLOSED;
-	} else if (qp->state == IW_QPS_RTS) {
+		if (iw_qp_live(qp))
+			iw_qp_transition(qp, IW_QP_ST_CLOSED, "peer closed between messages");
+	} else if (iw_qp_live(qp)) {
 		uint64_t cookie;
-		enter_error(qp, CAUSE_STREAM_LOST);
+		enter_error(qp, CAUSE_STREAM_LOST, "stream lost");
 		if (iw_rdmap_oldest_started(&qp->conn, IW_RDMAP_WR_ANY, &cookie))
 			blame_sq(qp, cookie, IW_WC_FATAL_ERR);
 		if (qp->rx_cur) {
@@ -583,9 +585,9 @@ void iw_qp_transport_closed(struct iw_qp *qp, int err)
 
 void iw_qp_disconnect(struct iw_qp *qp)
 {
-	if (!qp || !qp->connected || qp->state != IW_QPS_RTS || qp->closing)
+	if (!qp || qp->st != IW_QP_ST_RTS)
 		return;
-	qp->closing = true;
+	iw_qp_transition(qp, IW_QP_ST_CLOSING, "disconnect");
 	linger_start(qp, IW_QP_DRAIN_POLL_MS);
 	iw_qp_defer(qp, IW_QPW_DRAIN | IW_QPW_KICK);
 }
@@ -710,7 +712,7 @@ int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw
 	qp->cap = cap;
 	qp->sq_sig_all = attr->sq_sig_all;
 	qp->user_context = attr->qp_context;
-	qp->state = IW_QPS_INIT;
+	qp->st = IW_QP_ST_IDLE; /* where every QP starts: no edge leads here */
 	qp->linger.cb = linger_expired;
 
 	iw_ctx_lock(ctx);
@@ -824,7 +826,7 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 	struct iw_mr *mrs[IW_RDMAP_MAX_SGE];
 	int nmr = 0;
 
-	if (!qp->connected || qp->state != IW_QPS_RTS || qp->closing)
+	if (qp->st != IW_QP_ST_RTS)
 		return -EPIPE;
 	if (iw_rdmap_sq_outstanding(c) + qp->linv_count >= qp->cap.max_send_wr)
 		return -ENOSPC;
@@ -940,7 +942,7 @@ static void kick_now(struct iw_qp *qp)
 {
 	struct iw_transport *t = qp->transport;
 
-	if (t && t->ops->kick_from_post && !qp->shut && !qp->closing && qp->state == IW_QPS_RTS && !(qp->work & ~IW_QPW_KICK)) {
+	if (t && t->ops->kick_from_post && !qp->shut && qp->st == IW_QP_ST_RTS && !(qp->work & ~IW_QPW_KICK)) {
 		qp->work &= ~IW_QPW_KICK;
 		t->ops->kick(t);
 		return;
@@ -981,7 +983,7 @@ int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_recv_wr **ba
 	}
 	int rc;
 	iw_ctx_lock(qp->ctx);
-	if (qp->state == IW_QPS_ERROR || qp->state == IW_QPS_CLOSED || qp->closing) {
+	if (!iw_qp_idle(qp) && qp->st != IW_QP_ST_RTS) {
 		rc = -EPIPE;
 		if (bad_wr)
 			*bad_wr = wr;
@@ -1000,7 +1002,7 @@ enum iw_qp_state iw_qp_state(const struct iw_qp *qp)
 	if (!qp)
 		return IW_QPS_ERROR;
 	iw_ctx_lock(qp->ctx);
-	enum iw_qp_state s = qp->state;
+	enum iw_qp_state s = iw_qp_public_state(qp->st);
 	iw_ctx_unlock(qp->ctx);
 	return s;
 }
@@ -1015,7 +1017,7 @@ struct iw_term_cause iw_qp_error(const struct iw_qp *qp)
 	if (!qp)
 		return no_cause;
 	iw_ctx_lock(qp->ctx);
-	struct iw_term_cause c = qp->state == IW_QPS_ERROR ? qp->error : no_cause;
+	struct iw_term_cause c = qp->st == IW_QP_ST_ERROR ? qp->error : no_cause;
 	iw_ctx_unlock(qp->ctx);
 	return c;
 }

@@ -10,9 +10,9 @@ int iw_qp_to_error(struct iw_qp *qp)
 	if (!qp)
 		return -EINVAL;
 	iw_ctx_lock(qp->ctx);
-	if (qp->state != IW_QPS_ERROR && qp->state != IW_QPS_CLOSED) {
+	if (iw_qp_may(qp, IW_QP_ST_ERROR)) {
 		/* Asked for, not caused: no Terminate cause, no WR to blame. */
-		qp->state = IW_QPS_ERROR;
+		iw_qp_transition(qp, IW_QP_ST_ERROR, "iw_qp_to_error");
 		qp->error_local = true;
 	}
 	/* A connection still in its MPA exchange fails (-ECANCELED). */

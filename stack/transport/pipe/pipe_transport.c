@@ -260,7 +260,7 @@ int iw_pipe_connect_opts(struct iw_qp *a, struct iw_qp *b, const struct iw_qp_co
 
 	iw_ctx_lock(ctx);
 	int rc = -EINVAL;
-	if (a->state != IW_QPS_INIT || b->state != IW_QPS_INIT || a->connected || b->connected)
+	if (!iw_qp_idle(a) || !iw_qp_idle(b))
 		goto fail;
 	if ((rc = iw_qp_connect_start(a, p, &pp->end[0].t)) < 0)
 		goto fail;
