@@ -790,136 +790,108 @@ int iw_destroy_qp(struct iw_qp *qp)
 /* ------------------------------------------------------------------ */
 /* Posting                                                             */
 
-static int map_opcode(const struct iw_send_wr *wr, enum iw_rdmap_wr_opcode *op)
+/* How a verbs opcode is posted: the function, the engine opcode (and the
+ * one IW_SEND_SOLICITED turns it into), the send_flags it accepts, and
+ * which of the WR's remote fields it carries. */
+struct send_op {
+	int (*post)(struct iw_qp *qp, const struct iw_send_wr *wr, const struct send_op *o);
+	enum iw_rdmap_wr_opcode op, op_se;
+	unsigned flags;
+	bool remote;    /* names the peer's memory: rkey, remote_addr */
+	bool inv;       /* carries invalidate_rkey to the peer */
+	bool read_sink; /* the SGE is a local sink: one, LOCAL_WRITE, no inline, ORD > 0 */
+};
+
+/* Local invalidates wait in SQ order behind the engine's WRs; no engine
+ * WR, no data. */
+static int post_local_inv(struct iw_qp *qp, const struct iw_send_wr *wr, const struct send_op *o)
 {
-	bool se = wr->send_flags & IW_SEND_SOLICITED;
-	switch (wr->opcode) {
-	case IW_WR_SEND:
-		*op = se ? IW_RDMAP_WR_SEND_SE : IW_RDMAP_WR_SEND;
-		return 0;
-	case IW_WR_SEND_WITH_SE:
-		*op = IW_RDMAP_WR_SEND_SE;
-		return 0;
-	case IW_WR_SEND_WITH_INV:
-		*op = se ? IW_RDMAP_WR_SEND_SE_INV : IW_RDMAP_WR_SEND_INV;
-		return 0;
-	case IW_WR_SEND_WITH_SE_INV:
-		*op = IW_RDMAP_WR_SEND_SE_INV;
-		return 0;
-	case IW_WR_RDMA_WRITE:
-		*op = IW_RDMAP_WR_WRITE;
-		return 0;
-	case IW_WR_RDMA_READ:
-		*op = IW_RDMAP_WR_READ;
-		return 0;
-	case IW_WR_LOCAL_INV:
-		break; /* no engine WR (post_one handles it) */
-	}
-	return -EINVAL;
+	(void)o;
+	if (wr->num_sge)
+		return -EINVAL;
+	struct iw_local_inv *l = &qp->linv[(qp->linv_head + qp->linv_count) % qp->cap.max_send_wr];
+	*l = (struct iw_local_inv){
+		.wr_id = wr->wr_id,
+		.stag = wr->invalidate_rkey,
+		.after = qp->sq_posted,
+		.signaled = wr->send_flags & IW_SEND_SIGNALED,
+	};
+	qp->linv_count++;
+	run_local_invs(qp); /* at once when nothing is ahead of it */
+	return 0;
 }
 
-static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
+/* IW_SEND_INLINE: the data is copied into the WR's slot now (the SQ has
+ * room, so the slot is free): the caller may reuse its buffers at once. */
+static int gather_inline(struct iw_qp *qp, const struct iw_send_wr *wr, struct iw_rdmap_wr *w)
 {
-	const unsigned known = IW_SEND_SIGNALED | IW_SEND_INLINE | IW_SEND_FENCE | IW_SEND_SOLICITED;
-	struct iw_rdmap_conn *c = &qp->conn;
-	struct iw_rdmap_wr w;
-	struct iw_mr *mrs[IW_RDMAP_MAX_SGE];
-	int nmr = 0;
-
-	if (qp->st != IW_QP_ST_RTS)
-		return -EPIPE;
-	if (iw_rdmap_sq_outstanding(c) + qp->linv_count >= qp->cap.max_send_wr)
-		return -ENOSPC;
-	if (wr->opcode == IW_WR_LOCAL_INV) {
-		if (wr->num_sge || (wr->send_flags & ~(unsigned)(IW_SEND_SIGNALED | IW_SEND_FENCE)))
-			return -EINVAL;
-		struct iw_local_inv *l = &qp->linv[(qp->linv_head + qp->linv_count) % qp->cap.max_send_wr];
-		*l = (struct iw_local_inv){
-			.wr_id = wr->wr_id,
-			.stag = wr->invalidate_rkey,
-			.after = qp->sq_posted,
-			.signaled = wr->send_flags & IW_SEND_SIGNALED,
-		};
-		qp->linv_count++;
-		run_local_invs(qp); /* at once when nothing is ahead of it */
-		return 0;
-	}
-	/* Only the scalar fields and sgl[0..nsge) are read by iw_rdmap_post:
-	 * no memset of the whole WR (16 SGE slots) per post. */
-	w.nsge = 0;
-	w.local_stag = 0;
-	w.local_to = 0;
-	if (map_opcode(wr, &w.opcode) < 0 || (wr->send_flags & ~known))
-		return -EINVAL;
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
-		return -EINVAL;
-	bool read = w.opcode == IW_RDMAP_WR_READ, inl = wr->send_flags & IW_SEND_INLINE;
-	/* An iWARP READ sink is one STag: one SGE; inline makes no sense. */
-	if (read && (inl || wr->num_sge > 1 || iw_rdmap_ord(c) == 0))
-		return -EINVAL;
-
 	uint64_t total = 0;
-	if (inl) {
-		for (int i = 0; i < wr->num_sge; i++) {
-			total += wr->sg_list[i].length;
-			if (wr->sg_list[i].length && !wr->sg_list[i].addr)
-				return -EINVAL;
-		}
-		if (total > qp->cap.max_inline_data)
-			return -EMSGSIZE;
-		/* The slot is free (the SQ has room): copy now, the caller's
-		 * buffers may be reused as soon as we return. */
-		uint8_t *inl_buf = meta_inline(qp, iw_rdmap_sq_next_index(c) % qp->cap.max_send_wr);
-		size_t off = 0;
-		for (int i = 0; i < wr->num_sge; i++) {
-			const struct iw_sge *s = &wr->sg_list[i];
-			if (s->length)
-				memcpy(inl_buf + off, (const void *)(uintptr_t)s->addr, s->length);
-			off += s->length;
-		}
-		if (total) {
-			w.sgl[0].iov_base = inl_buf;
-			w.sgl[0].iov_len = (size_t)total;
-			w.nsge = 1;
-		}
-	} else {
-		unsigned acc = read ? IW_RDMAP_ACC_LOCAL_WRITE : 0;
-		for (int i = 0; i < wr->num_sge; i++) {
-			const struct iw_sge *s = &wr->sg_list[i];
-			struct iw_mr *mr;
-			uint8_t *p;
-			if (iw_mr_lookup(qp->ctx, qp->pd, s->lkey, s->addr, s->length, acc, &mr, &p) != IW_STAG_OK)
-				return -EINVAL;
-			if (read && !(mr->access & IW_ACCESS_LOCAL_WRITE))
-				return -EINVAL; /* zero-length sinks too */
-			total += s->length;
-			/* Empty SGEs carry nothing; a READ keeps its one sink. */
-			if (s->length || read) {
-				w.sgl[w.nsge].iov_base = p;
-				w.sgl[w.nsge].iov_len = s->length;
-				w.nsge++;
-				mrs[nmr++] = mr;
-			}
-		}
-		if (total > UINT32_MAX)
-			return -EMSGSIZE;
-		if (read && wr->num_sge == 1) {
-			w.local_stag = wr->sg_list[0].lkey;
-			w.local_to = wr->sg_list[0].addr;
+	for (int i = 0; i < wr->num_sge; i++) {
+		total += wr->sg_list[i].length;
+		if (wr->sg_list[i].length && !wr->sg_list[i].addr)
+			return -EINVAL;
+	}
+	if (total > qp->cap.max_inline_data)
+		return -EMSGSIZE;
+	uint8_t *inl_buf = meta_inline(qp, iw_rdmap_sq_next_index(&qp->conn) % qp->cap.max_send_wr);
+	size_t off = 0;
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct iw_sge *s = &wr->sg_list[i];
+		if (s->length)
+			memcpy(inl_buf + off, (const void *)(uintptr_t)s->addr, s->length);
+		off += s->length;
+	}
+	if (total) {
+		w->sgl[0].iov_base = inl_buf;
+		w->sgl[0].iov_len = (size_t)total;
+		w->nsge = 1;
+	}
+	return 0;
+}
+
+/* Registered SGEs: each looked up (a READ sink needs LOCAL_WRITE); the
+ * regions are returned in mrs for the WR to hold. */
+static int gather_sges(struct iw_qp *qp, const struct iw_send_wr *wr, const struct send_op *o, struct iw_rdmap_wr *w,
+		       struct iw_mr **mrs, int *nmr)
+{
+	unsigned acc = o->read_sink ? IW_RDMAP_ACC_LOCAL_WRITE : 0;
+	uint64_t total = 0;
+
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct iw_sge *s = &wr->sg_list[i];
+		struct iw_mr *mr;
+		uint8_t *p;
+		if (iw_mr_lookup(qp->ctx, qp->pd, s->lkey, s->addr, s->length, acc, &mr, &p) != IW_STAG_OK)
+			return -EINVAL;
+		if (o->read_sink && !(mr->access & IW_ACCESS_LOCAL_WRITE))
+			return -EINVAL; /* zero-length sinks too */
+		total += s->length;
+		/* Empty SGEs carry nothing; a READ keeps its one sink. */
+		if (s->length || o->read_sink) {
+			w->sgl[w->nsge].iov_base = p;
+			w->sgl[w->nsge].iov_len = s->length;
+			w->nsge++;
+			mrs[(*nmr)++] = mr;
 		}
 	}
-	w.cookie = iw_rdmap_sq_next_index(c);
-	w.fence = wr->send_flags & IW_SEND_FENCE;
-	w.remote_stag = wr->rkey;
-	w.remote_to = wr->remote_addr;
-	w.inv_stag = wr->invalidate_rkey;
-	int rc = iw_rdmap_post(c, &w);
-	if (rc < 0)
-		return rc;
-	uint32_t slot = (uint32_t)w.cookie % qp->cap.max_send_wr;
+	if (total > UINT32_MAX)
+		return -EMSGSIZE;
+	if (o->read_sink && wr->num_sge == 1) {
+		w->local_stag = wr->sg_list[0].lkey;
+		w->local_to = wr->sg_list[0].addr;
+	}
+	return 0;
+}
+
+/* What completing the WR needs: its id, opcode, signalling and the
+ * regions it holds, in the slot of its engine cookie. */
+static void sq_meta_record(struct iw_qp *qp, const struct iw_send_wr *wr, const struct iw_rdmap_wr *w,
+			   struct iw_mr *const *mrs, int nmr)
+{
+	uint32_t slot = (uint32_t)w->cookie % qp->cap.max_send_wr;
 	struct iw_sq_meta *m = &qp->sq_meta[slot];
 	m->wr_id = wr->wr_id;
-	m->opcode = wc_opcode_of(w.opcode);
+	m->opcode = wc_opcode_of(w->opcode);
 	m->signaled = wr->send_flags & IW_SEND_SIGNALED;
 	m->nmr = nmr;
 	struct iw_mr **mr = meta_mrs(qp, slot);
@@ -927,8 +899,73 @@ static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
 		mr[i] = mrs[i];
 		mrs[i]->in_use++;
 	}
+}
+
+/* SENDs, WRITE and READ: an engine WR. */
+static int post_engine_wr(struct iw_qp *qp, const struct iw_send_wr *wr, const struct send_op *o)
+{
+	struct iw_rdmap_conn *c = &qp->conn;
+	struct iw_rdmap_wr w;
+	struct iw_mr *mrs[IW_RDMAP_MAX_SGE];
+	int nmr = 0;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
+		return -EINVAL;
+	/* An iWARP READ sink is one STag: one SGE. */
+	if (o->read_sink && (wr->num_sge > 1 || iw_rdmap_ord(c) == 0))
+		return -EINVAL;
+	/* Only the scalar fields and sgl[0..nsge) are read by iw_rdmap_post:
+	 * no memset of the whole WR (16 SGE slots) per post. */
+	w.nsge = 0;
+	w.local_stag = 0;
+	w.local_to = 0;
+	w.opcode = (wr->send_flags & IW_SEND_SOLICITED) ? o->op_se : o->op;
+	int rc = (wr->send_flags & IW_SEND_INLINE) ? gather_inline(qp, wr, &w) : gather_sges(qp, wr, o, &w, mrs, &nmr);
+	if (rc < 0)
+		return rc;
+	w.cookie = iw_rdmap_sq_next_index(c);
+	w.fence = wr->send_flags & IW_SEND_FENCE;
+	w.remote_stag = o->remote ? wr->rkey : 0;
+	w.remote_to = o->remote ? wr->remote_addr : 0;
+	w.inv_stag = o->inv ? wr->invalidate_rkey : 0;
+	if ((rc = iw_rdmap_post(c, &w)) < 0)
+		return rc;
+	sq_meta_record(qp, wr, &w, mrs, nmr);
 	qp->sq_posted++;
 	return 0;
+}
+
+#define SEND_FLAGS (IW_SEND_SIGNALED | IW_SEND_INLINE | IW_SEND_FENCE | IW_SEND_SOLICITED)
+
+/* Per verbs opcode. */
+#define ENGINE_WR(o, o_se) .post = post_engine_wr, .op = (o), .op_se = (o_se)
+static const struct send_op send_ops[] = {
+	[IW_WR_SEND] = { ENGINE_WR(IW_RDMAP_WR_SEND, IW_RDMAP_WR_SEND_SE), .flags = SEND_FLAGS },
+	[IW_WR_SEND_WITH_SE] = { ENGINE_WR(IW_RDMAP_WR_SEND_SE, IW_RDMAP_WR_SEND_SE), .flags = SEND_FLAGS },
+	[IW_WR_SEND_WITH_INV] = { ENGINE_WR(IW_RDMAP_WR_SEND_INV, IW_RDMAP_WR_SEND_SE_INV), .flags = SEND_FLAGS,
+				  .inv = true },
+	[IW_WR_SEND_WITH_SE_INV] = { ENGINE_WR(IW_RDMAP_WR_SEND_SE_INV, IW_RDMAP_WR_SEND_SE_INV), .flags = SEND_FLAGS,
+				     .inv = true },
+	[IW_WR_RDMA_WRITE] = { ENGINE_WR(IW_RDMAP_WR_WRITE, IW_RDMAP_WR_WRITE), .flags = SEND_FLAGS, .remote = true },
+	[IW_WR_RDMA_READ] = { ENGINE_WR(IW_RDMAP_WR_READ, IW_RDMAP_WR_READ), .flags = SEND_FLAGS & ~(unsigned)IW_SEND_INLINE,
+			      .remote = true, .read_sink = true },
+	/* invalidate_rkey names our own STag here: nothing goes to the peer */
+	[IW_WR_LOCAL_INV] = { .post = post_local_inv, .flags = IW_SEND_SIGNALED | IW_SEND_FENCE },
+};
+#undef ENGINE_WR
+
+static int post_one(struct iw_qp *qp, const struct iw_send_wr *wr)
+{
+	if (qp->st != IW_QP_ST_RTS)
+		return -EPIPE;
+	if (iw_rdmap_sq_outstanding(&qp->conn) + qp->linv_count >= qp->cap.max_send_wr)
+		return -ENOSPC;
+	if ((unsigned)wr->opcode >= sizeof(send_ops) / sizeof(send_ops[0]) || !send_ops[wr->opcode].post)
+		return -EINVAL;
+	const struct send_op *o = &send_ops[wr->opcode];
+	if (wr->send_flags & ~o->flags)
+		return -EINVAL;
+	return o->post(qp, wr, o);
 }
 
 /* New send WRs on a healthy QP go to the transport from the caller's
