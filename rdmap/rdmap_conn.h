@@ -374,6 +374,18 @@ uint8_t iw_rdmap_rx_opcode(const struct iw_rdmap_conn *c);
  * here lost data. */
 bool iw_rdmap_rx_mid_fpdu(const struct iw_rdmap_conn *c);
 
+/* What the transports ask (they pick a receive mode and batch writes by
+ * these): the configuration the connection was made with; FPDUs handed
+ * out and not yet acknowledged; the ULPDU length of the inbound FPDU
+ * whose header came last (0 before the first). */
+const struct iw_rdmap_conn_cfg *iw_rdmap_config(const struct iw_rdmap_conn *c);
+uint32_t iw_rdmap_tx_in_flight(const struct iw_rdmap_conn *c);
+uint16_t iw_rdmap_rx_last_ulpdu_len(const struct iw_rdmap_conn *c);
+/* Resolve a tagged destination through the owner's STag callback, as the
+ * engine does (for placement ahead of the engine, e.g. out of order). */
+enum iw_stag_status iw_rdmap_stag(const struct iw_rdmap_conn *c, uint32_t stag, uint64_t to, size_t len,
+				  unsigned access, uint8_t **addr);
+
 struct iw_rdmap_stats {
 	uint64_t fpdus_tx, fpdus_rx, bytes_placed;
 };

@@ -62,6 +62,27 @@ bool iw_rdmap_rx_mid_fpdu(const struct iw_rdmap_conn *c)
 	return !iw_mpa_rx_at_boundary(&c->mpa_rx);
 }
 
+const struct iw_rdmap_conn_cfg *iw_rdmap_config(const struct iw_rdmap_conn *c)
+{
+	return &c->cfg;
+}
+
+uint32_t iw_rdmap_tx_in_flight(const struct iw_rdmap_conn *c)
+{
+	return c->tx_count;
+}
+
+uint16_t iw_rdmap_rx_last_ulpdu_len(const struct iw_rdmap_conn *c)
+{
+	return c->rx.ulpdu_len;
+}
+
+enum iw_stag_status iw_rdmap_stag(const struct iw_rdmap_conn *c, uint32_t stag, uint64_t to, size_t len,
+				  unsigned access, uint8_t **addr)
+{
+	return c->ops.stag(c->ctx, stag, to, len, access, addr);
+}
+
 struct iw_rdmap_stats iw_rdmap_get_stats(const struct iw_rdmap_conn *c)
 {
 	return (struct iw_rdmap_stats){
