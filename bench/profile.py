@@ -44,18 +44,14 @@ def free_port_pair():
     sys.exit("profile: no free ports")
 
 
-def wait_listen(port, proc, timeout=20):
-    want = {f"{port:04X}", f"{port + 1:04X}"}
+def wait_announced(path, proc, timeout=20):
+    """True once the server (stderr in `path`) says "listening on": it
+    does when both its ports are open (tools/tool_common.c)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end and proc.poll() is None:
-        found = set()
-        with open("/proc/net/tcp") as f:
-            for line in f.readlines()[1:]:
-                fl = line.split()
-                if fl[3] == "0A":
-                    found.add(fl[1].rsplit(":", 1)[1])
-        if want <= found:
-            return True
+        with open(path, errors="replace") as f:
+            if ": listening on " in f.read():
+                return True
         time.sleep(0.01)
     return False
 
@@ -120,8 +116,8 @@ def main():
     timeout = ["--timeout", "120"] if a.callgrind else []
     srv = subprocess.Popen(wrap(kinds["server"], "server", tmp,
                                 [iwperf, "-s", "-a", "127.0.0.1", "-p", str(port), "--once", *timeout]),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if not wait_listen(port, srv, 60):
+                           stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "server.err"), "w"))
+    if not wait_announced(os.path.join(tmp, "server.err"), srv, 60):
         srv.kill()
         sys.exit("profile: server did not start")
     cli = subprocess.run(wrap(kinds["client"], "client", tmp,
