@@ -575,7 +575,7 @@ int iw_cm_listen_param(struct iw_cm_id *id, const struct sockaddr *addr, const s
 	if (!param)
 		param = &defaults;
 	if (!id || !addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
-	    param->request_timeout_ms < 0)
+	    param->request_timeout_ms < 0 || param->silent_timeout_ms < 0 || param->per_source_max < 0)
 		return -EINVAL;
 	iw_ctx_lock(id->ctx);
 	if (id->state != CM_IDLE) {
@@ -586,6 +586,15 @@ int iw_cm_listen_param(struct iw_cm_id *id, const struct sockaddr *addr, const s
 		      : param->backlog > IW_CM_BACKLOG_MAX ? IW_CM_BACKLOG_MAX : param->backlog;
 	id->req_timeout_ms = param->request_timeout_ms ? (uint32_t)param->request_timeout_ms
 						       : IW_CM_REQUEST_TIMEOUT_DEFAULT;
+	id->silent_timeout_ms = param->silent_timeout_ms ? (uint32_t)param->silent_timeout_ms
+							 : IW_CM_SILENT_TIMEOUT_DEFAULT;
+	if (param->per_source_max)
+		id->per_source_max = (uint32_t)param->per_source_max;
+	else
+		id->per_source_max = id->backlog / 2 < 8 ? 8 : (uint32_t)id->backlog / 2;
+	if (id->per_source_max > (uint32_t)id->backlog)
+		id->per_source_max = (uint32_t)id->backlog;
+	memset(&id->stats, 0, sizeof(id->stats));
 	rc = id->ctx->conn_factory->open(id->ctx->conn_factory, id->ctx, &c);
 	if (rc < 0)
 		goto out;
@@ -612,26 +621,35 @@ static void cm_on_accept(struct iw_cm_id *l)
 	struct iw_conn *cc;
 
 	while (l->conn->ops->accept(l->conn, &cc) == 0) {
-		struct iw_cm_id *c = NULL;
-		if (l->n_pending < (uint32_t)l->backlog)
+		struct iw_cm_id *c = NULL, *evict;
+		struct sockaddr_storage peer = { 0 };
+		bool has_peer = cc->ops->peer_addr(cc, &peer) == 0;
+		uint64_t now = iw_now_ms();
+
+		if (cm_admit(l, has_peer ? &peer : NULL, now, &evict) == 0) {
+			if (evict)
+				cm_fail(evict, -ECONNRESET);
 			c = cm_id_alloc(l->ch, l->context);
+		}
 		if (!c) {
-			cc->ops->close(cc, IW_CONN_ABORT); /* over the backlog: refuse with a reset */
+			cc->ops->close(cc, IW_CONN_ABORT); /* refused: a reset at once */
 			continue;
 		}
 		cm_attach(c, cc);
-		c->has_peer = cc->ops->peer_addr(cc, &c->peer) == 0;
+		c->has_peer = has_peer;
+		c->peer = peer;
 		cm_get_local(c);
 		c->listener = l;
 		c->sib_next = l->children;
 		l->children = c;
 		l->n_pending++;
+		c->born_ms = now;
 		c->state = CM_WAIT_REQUEST;
 		if (cm_want(c, true, false) < 0) {
 			cm_id_free(c);
 			continue;
 		}
-		iw_ctx_timer_arm(c->ctx, &c->timer, l->req_timeout_ms);
+		iw_ctx_timer_arm(c->ctx, &c->timer, cm_admit_first_timer(c));
 	}
 }
 
@@ -639,9 +657,12 @@ static void cm_on_request_bytes(struct iw_cm_id *id)
 {
 	ssize_t n = cm_read(id, sizeof(id->in) - id->in_len);
 	if (n < 0) {
+		if (id->listener)
+			id->listener->stats.peer_gone++;
 		cm_fail(id, (int)n);
 		return;
 	}
+	id->unread = false;
 	if (n == 0)
 		return;
 
@@ -651,10 +672,14 @@ static void cm_on_request_bytes(struct iw_cm_id *id)
 		return; /* incomplete */
 	if (fl < 0 || (size_t)fl != id->in_len) {
 		/* Not a Request, or bytes behind it the initiator may not send yet. */
+		if (id->listener)
+			id->listener->stats.bad_request++;
 		cm_fail(id, -EPROTO);
 		return;
 	}
 	iw_ctx_timer_cancel(id->ctx, &id->timer);
+	if (id->listener)
+		id->listener->stats.requests++;
 	id->state = CM_REQ_RECEIVED;
 	cm_queue(id, IW_CM_EVENT_CONNECT_REQUEST, 0, id->req.pdata, id->req.pdata_len);
 }
@@ -822,8 +847,11 @@ static void cm_timer_cb(struct iw_timer *t)
 	switch (id->state) {
 	case CM_CONNECTING:
 	case CM_WAIT_REPLY:
-	case CM_WAIT_REQUEST:
 		cm_fail(id, -ETIMEDOUT);
+		break;
+	case CM_WAIT_REQUEST:
+		if (cm_admit_deadline(id, iw_now_ms()))
+			cm_fail(id, -ETIMEDOUT);
 		break;
 	default:
 		break;

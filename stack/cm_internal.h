@@ -56,11 +56,16 @@ struct iw_cm_id {
 	/* listener */
 	int backlog;
 	uint32_t req_timeout_ms;    /* MPA Request deadline for children */
+	uint32_t silent_timeout_ms; /* first-byte deadline for children */
+	uint32_t per_source_max;    /* pending children from one address */
 	uint32_t n_pending;         /* children still in the MPA exchange */
 	struct iw_cm_id *children;  /* not yet accepted/rejected by the application */
+	struct iw_listen_stats stats;
 	/* child */
 	struct iw_cm_id *listener;  /* while counted in listener->n_pending */
 	struct iw_cm_id *sib_next;
+	uint64_t born_ms;           /* TCP accept time */
+	bool unread;                /* bytes seen waiting: not evictable until read */
 
 	/* handshake */
 	struct iw_qp *qp;
@@ -82,6 +87,18 @@ struct iw_cm_id {
 	struct cm_event *spare[CM_EVENTS_PER_ID]; /* not queued yet */
 	int n_spare;
 };
+
+/* Admission of passive connections (cm_admit.c). */
+/* Whether listener l takes a newcomer from peer (NULL: unknown). 0: yes,
+ * but first fail *victim if set (to make room); -ECONNREFUSED: reset the
+ * newcomer. Counts the decision in l->stats. */
+int cm_admit(struct iw_cm_id *l, const struct sockaddr_storage *peer, uint64_t now_ms,
+	     struct iw_cm_id **victim);
+/* A child's first timer: ms until its first-byte deadline. */
+uint32_t cm_admit_first_timer(const struct iw_cm_id *child);
+/* A child's timer fired in CM_WAIT_REQUEST: true if it must be reset
+ * (counted), false if the timer was re-armed for the Request deadline. */
+bool cm_admit_deadline(struct iw_cm_id *child, uint64_t now_ms);
 
 /* Give id its events up front. 0 or -ENOMEM. */
 int cm_events_reserve(struct iw_cm_id *id);

@@ -110,6 +110,7 @@ struct app {
 	struct iw_pd *pd;
 	struct iw_cm_channel *ch;
 	struct iw_cm_id *listen_id;
+	struct iw_listen_stats listen_seen; /* last printed with -d */
 	struct conn *conns;
 	bool done;
 	bool stopping; /* client: interrupted, finishing the current ping */
@@ -655,6 +656,25 @@ static bool interrupted(struct app *a)
 	return true;
 }
 
+/* -d on a server: the listener's admission decisions, when they change. */
+static void debug_listener(struct app *a)
+{
+	struct iw_listen_stats st;
+
+	if (!a->o.debug || !a->listen_id || iw_cm_listen_stats(a->listen_id, &st) < 0 ||
+	    memcmp(&st, &a->listen_seen, sizeof(st)) == 0)
+		return;
+	a->listen_seen = st;
+	dbg(a, "listener: %u pending, %llu requests; evicted %llu (backlog) %llu (per source); "
+	       "refused %llu (backlog) %llu (per source); timed out %llu (silent) %llu (no Request); "
+	       "%llu not MPA, %llu peers gone",
+	    st.pending, (unsigned long long)st.requests, (unsigned long long)st.evicted_backlog,
+	    (unsigned long long)st.evicted_source, (unsigned long long)st.refused_backlog,
+	    (unsigned long long)st.refused_source, (unsigned long long)st.timeout_silent,
+	    (unsigned long long)st.timeout_request, (unsigned long long)st.bad_request,
+	    (unsigned long long)st.peer_gone);
+}
+
 static int run(struct app *a)
 {
 	while (!a->done) {
@@ -671,6 +691,7 @@ static int run(struct app *a)
 		}
 		while (iw_cm_get_event(a->ch, &ev) == 0)
 			handle_cm_event(a, ev);
+		debug_listener(a);
 		for (c = a->conns; c; c = c->next) {
 			struct iw_wc wc[8];
 			int i, n;
@@ -776,7 +797,8 @@ static void usage(FILE *f)
 	      "    -C, --count COUNT    iterations (client; default: until interrupted)\n"
 	      "    -v, --verbose        print the ping data\n"
 	      "    -V, --validate       check that the data came back unchanged\n"
-	      "    -d, --debug          print connection events and states\n"
+	      "    -d, --debug          print connection events and states, and (server) the\n"
+	      "                         listener's admission counters when they change\n"
 	      "    -P, --persistent     server: keep accepting connections\n"
 	      "        --crc=on|off|required\n"
 	      "                         MPA CRC policy (default on: ask for CRC)\n"

@@ -155,12 +155,21 @@ void iw_cm_id_set_context(struct iw_cm_id *id, void *context);
 #define IW_CM_BACKLOG_MAX 4096
 #define IW_CM_REQUEST_TIMEOUT_DEFAULT 5000 /* ms, like siw */
 
+#define IW_CM_SILENT_TIMEOUT_DEFAULT 1000 /* ms without a first byte */
+#define IW_CM_EVICT_GRACE_MS 100 /* younger connections are never evicted */
+
 /* IPv4 or IPv6. backlog bounds the pending connections of the listener:
  * those still in the MPA exchange plus those whose CONNECT_REQUEST the
  * application has not accepted or rejected yet (<= 0: 64; at most 4096,
- * larger values are clamped). Connections beyond it are reset at once.
- * An MPA Request must arrive within 5 s of the TCP accept, else the
- * connection is reset (the application never hears of it). A connection
+ * larger values are clamped). A newcomer beyond it evicts (resets) the
+ * oldest pending connection that has not completed its MPA Request, is
+ * at least IW_CM_EVICT_GRACE_MS old and has no unread bytes waiting;
+ * preferring one that has sent nothing. Only when there is none is the
+ * newcomer reset at once. So idle or slow peers cannot lock legitimate
+ * clients out; a Request already received is never evicted.
+ * An MPA Request must arrive within 5 s of the TCP accept and its first
+ * byte within 1 s, else the connection is reset (the application never
+ * hears of it). A connection
  * whose peer leaves before the application fetched its CONNECT_REQUEST
  * is dropped together with that event; after the fetch the id gets
  * IW_CM_EVENT_CONNECT_ERROR instead. */
@@ -169,9 +178,32 @@ int iw_cm_listen(struct iw_cm_id *id, const struct sockaddr *addr, int backlog);
 struct iw_listen_param {
 	int backlog;            /* as for iw_cm_listen */
 	int request_timeout_ms; /* MPA Request deadline; 0: 5000, else >= 1 */
+	int silent_timeout_ms;  /* first-byte deadline; 0: 1000 (at most the
+				 * Request deadline), else >= 1 */
+	int per_source_max;     /* pending connections from one address (any
+				 * port): a newcomer beyond it evicts that
+				 * address's oldest evictable one (rules as for
+				 * the backlog) or is reset; 0: the backlog / 2,
+				 * at least 8 and at most the backlog */
 };
 /* iw_cm_listen with parameters (NULL: the defaults). */
 int iw_cm_listen_param(struct iw_cm_id *id, const struct sockaddr *addr, const struct iw_listen_param *param);
+
+/* What a listener decided about incoming connections, since its listen. */
+struct iw_listen_stats {
+	uint64_t requests;        /* CONNECT_REQUESTs queued to the application */
+	uint64_t evicted_backlog; /* reset to make room for a newcomer: backlog */
+	uint64_t evicted_source;  /* ... its address was at per_source_max */
+	uint64_t refused_backlog; /* newcomer reset: backlog full, none evictable */
+	uint64_t refused_source;  /* newcomer reset: its address at per_source_max */
+	uint64_t timeout_silent;  /* reset: no byte within silent_timeout_ms */
+	uint64_t timeout_request; /* reset: no whole Request by request_timeout_ms */
+	uint64_t bad_request;     /* reset: not an MPA Request, or bytes behind it */
+	uint64_t peer_gone;       /* the peer closed or reset before its Request */
+	uint32_t pending;         /* pending connections now (counted in backlog) */
+};
+/* id: a listening id. -EINVAL otherwise. */
+int iw_cm_listen_stats(const struct iw_cm_id *id, struct iw_listen_stats *out);
 /* The bound address (after listen with port 0). */
 int iw_cm_local_addr(const struct iw_cm_id *id, struct sockaddr_storage *out);
 int iw_cm_peer_addr(const struct iw_cm_id *id, struct sockaddr_storage *out);

@@ -244,16 +244,31 @@ static bool try_connect(struct iw_cm_channel *sch, struct iw_cm_channel *cch, co
 	return ok;
 }
 
-/* A listener flooded with connections that never send a Request: at most
- * backlog of them are held (the rest are reset at once), each for at
- * most the Request timeout. Legitimate clients get through while the
- * flood is below the limit, are refused while it is at the limit, and get
- * through again once the flood is cut off or has timed out. */
+static bool raw_gone(int fd)
+{
+	char b[64];
+	ssize_t n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static uint64_t turned_away(const struct iw_listen_stats *st)
+{
+	return st->evicted_backlog + st->evicted_source + st->refused_backlog + st->refused_source;
+}
+
+/* A listener flooded with connections that never send a Request (issue
+ * 19): at most backlog of them are held; every newcomer beyond it evicts
+ * the oldest silent one (older than the eviction grace) or, when all are
+ * younger, is reset at once. Legitimate clients get through below the
+ * limit and during the flood; the silent ones go by the silent deadline,
+ * before the Request deadline; the listener counts every decision. */
 START_TEST(test_listener_flood)
 {
 	enum { BACKLOG = 8, FLOOD = 24 };
-	struct iw_listen_param lp = { .backlog = BACKLOG, .request_timeout_ms = 2500 };
+	struct iw_listen_param lp = { .backlog = BACKLOG, .request_timeout_ms = 4000, .silent_timeout_ms = 1500 };
 	struct iw_cm_channel *sch, *cch;
+	struct iw_listen_stats st;
 	struct sockaddr_storage a;
 	int fl[FLOOD];
 
@@ -267,31 +282,46 @@ START_TEST(test_listener_flood)
 	fx_pump(50);
 	ck_assert(try_connect(sch, cch, &a));
 
-	/* Over the limit: the excess is reset at once, legitimate or not. */
+	/* A burst over the limit: the listener keeps exactly BACKLOG. */
+	uint64_t t_flood = fx_now_ms();
 	for (int i = BACKLOG / 2; i < FLOOD; i++) {
 		fl[i] = fx_raw_connect(&a);
 		fx_pump(2); /* keep the kernel's accept queue from filling */
 	}
-	int reset = 0;
-	uint64_t t_flood = fx_now_ms();
+	fx_pump(100);
+	int alive = 0;
 	for (int i = 0; i < FLOOD; i++)
-		reset += fx_raw_dropped(fl[i], i < BACKLOG ? 20 : 300);
-	ck_assert_int_eq(reset, FLOOD - BACKLOG);
-	ck_assert(!try_connect(sch, cch, &a));
+		alive += !raw_gone(fl[i]);
+	ck_assert_int_eq(alive, BACKLOG);
+	ck_assert_int_eq(iw_cm_listen_stats(l, &st), 0);
+	ck_assert_uint_eq(st.pending, BACKLOG);
+	ck_assert_uint_eq(turned_away(&st), FLOOD - BACKLOG);
+	ck_assert_uint_eq(st.requests, 1);
 
-	/* Cut part of the flood off: room again. */
-	for (int i = 0; i < 2; i++) {
-		close(fl[i]);
-		fl[i] = -1;
-	}
-	fx_pump(50);
+	/* During the flood a legitimate client gets through: the flood is
+	 * older than the grace period now, so it evicts one of it. */
+	fx_pump(IW_CM_EVICT_GRACE_MS);
 	ck_assert(try_connect(sch, cch, &a));
+	ck_assert_int_eq(iw_cm_listen_stats(l, &st), 0);
+	ck_assert_uint_eq(turned_away(&st), FLOOD - BACKLOG + 1);
+	ck_assert_uint_ge(st.evicted_backlog + st.evicted_source, 1);
+	ck_assert_uint_eq(st.requests, 2);
 
-	/* The rest goes by the Request timeout. */
-	for (int i = 2; i < BACKLOG; i++)
-		ck_assert(fx_raw_dropped(fl[i], 5000));
-	ck_assert_uint_le(fx_now_ms() - t_flood, 6000);
-	for (int i = 2; i < FLOOD; i++)
+	/* The rest goes by the silent deadline (1.5 s), not the Request
+	 * deadline (4 s). */
+	bool held[FLOOD];
+	alive = 0;
+	for (int i = 0; i < FLOOD; i++)
+		alive += held[i] = !raw_gone(fl[i]);
+	ck_assert_int_eq(alive, BACKLOG - 1);
+	for (int i = 0; i < FLOOD; i++)
+		ck_assert(!held[i] || fx_raw_dropped(fl[i], 5000));
+	ck_assert_uint_lt(fx_now_ms() - t_flood, 4000);
+	ck_assert_int_eq(iw_cm_listen_stats(l, &st), 0);
+	ck_assert_uint_eq(st.timeout_silent, BACKLOG - 1);
+	ck_assert_uint_eq(st.timeout_request, 0);
+	ck_assert_uint_eq(st.pending, 0);
+	for (int i = 0; i < FLOOD; i++)
 		close(fl[i]);
 	ck_assert_ptr_null(fx_ev_wait(sch, 20));
 	ck_assert(try_connect(sch, cch, &a));

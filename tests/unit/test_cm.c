@@ -712,6 +712,56 @@ START_TEST(test_backlog)
 }
 END_TEST
 
+/* Issue 19: a newcomer over the backlog never evicts a connection whose
+ * Request arrived, nor one younger than the eviction grace; each refusal
+ * is counted. */
+START_TEST(test_backlog_eviction_rules)
+{
+	struct env e;
+	struct iw_listen_param lp = { .backlog = 2 };
+	struct iw_listen_stats st;
+
+	env_up(&e, NULL, &lp);
+	struct iw_conn *p1 = peer_request(&e, "one");
+	struct iw_cm_id *id = fetch_request(&e);
+	struct iw_conn *p2 = peer_connect(&e, PORT); /* silent, just born */
+	pump(&e);
+	struct iw_conn *p3 = peer_connect(&e, PORT);
+	peer_expect_end(&e, p3);
+	ck_assert_int_eq(iw_cm_listen_stats(e.lid, &st), 0);
+	ck_assert_uint_eq(st.pending, 2);
+	ck_assert_uint_eq(st.requests, 1);
+	ck_assert_uint_eq(st.refused_backlog + st.refused_source, 1);
+	ck_assert_uint_eq(st.evicted_backlog + st.evicted_source, 0);
+	/* Not a listener; bad parameters. */
+	ck_assert_int_eq(iw_cm_listen_stats(id, &st), -EINVAL);
+	ck_assert_int_eq(iw_cm_listen_stats(e.lid, NULL), -EINVAL);
+	peer_close(&e, p3, IW_CONN_ABORT);
+	peer_close(&e, p2, IW_CONN_ABORT);
+	peer_close(&e, p1, IW_CONN_ABORT);
+	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
+	env_fini(&e);
+}
+END_TEST
+
+/* Negative silent deadline or per-source cap: -EINVAL. */
+START_TEST(test_listen_param_bad)
+{
+	struct env e;
+	struct sockaddr_in a = addr(PORT + 1);
+	struct iw_cm_id *id;
+
+	env_init(&e, NULL);
+	ck_assert_int_eq(iw_cm_create_id(e.ch, NULL, &id), 0);
+	struct iw_listen_param bad1 = { .silent_timeout_ms = -1 };
+	struct iw_listen_param bad2 = { .per_source_max = -1 };
+	ck_assert_int_eq(iw_cm_listen_param(id, (struct sockaddr *)&a, &bad1), -EINVAL);
+	ck_assert_int_eq(iw_cm_listen_param(id, (struct sockaddr *)&a, &bad2), -EINVAL);
+	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
+	env_fini(&e);
+}
+END_TEST
+
 /* The QP goes away while its connection is still in the exchange. */
 START_TEST(test_qp_destroyed_during_handshake)
 {
@@ -862,6 +912,8 @@ static Suite *cm_suite(void)
 	tcase_add_test(tc, test_peer_talks_before_accept);
 	tcase_add_test(tc, test_unfetched_request_dropped);
 	tcase_add_test(tc, test_backlog);
+	tcase_add_test(tc, test_backlog_eviction_rules);
+	tcase_add_test(tc, test_listen_param_bad);
 	tcase_add_test(tc, test_qp_destroyed_during_handshake);
 	tcase_add_test(tc, test_dead_peer_setup_fails);
 	tcase_add_test(tc, test_events_survive_no_memory);
