@@ -588,10 +588,7 @@ int iw_cm_listen_param(struct iw_cm_id *id, const struct sockaddr *addr, const s
 						       : IW_CM_REQUEST_TIMEOUT_DEFAULT;
 	id->silent_timeout_ms = param->silent_timeout_ms ? (uint32_t)param->silent_timeout_ms
 							 : IW_CM_SILENT_TIMEOUT_DEFAULT;
-	if (param->per_source_max)
-		id->per_source_max = (uint32_t)param->per_source_max;
-	else
-		id->per_source_max = id->backlog / 2 < 8 ? 8 : (uint32_t)id->backlog / 2;
+	id->per_source_max = param->per_source_max ? (uint32_t)param->per_source_max : (uint32_t)id->backlog;
 	if (id->per_source_max > (uint32_t)id->backlog)
 		id->per_source_max = (uint32_t)id->backlog;
 	memset(&id->stats, 0, sizeof(id->stats));

@@ -155,7 +155,7 @@ void iw_cm_id_set_context(struct iw_cm_id *id, void *context);
 #define IW_CM_BACKLOG_MAX 4096
 #define IW_CM_REQUEST_TIMEOUT_DEFAULT 5000 /* ms, like siw */
 
-#define IW_CM_SILENT_TIMEOUT_DEFAULT 1000 /* ms without a first byte */
+#define IW_CM_SILENT_TIMEOUT_DEFAULT 2000 /* ms without a first byte */
 #define IW_CM_EVICT_GRACE_MS 100 /* younger connections are never evicted */
 
 /* IPv4 or IPv6. backlog bounds the pending connections of the listener:
@@ -168,7 +168,7 @@ void iw_cm_id_set_context(struct iw_cm_id *id, void *context);
  * newcomer reset at once. So idle or slow peers cannot lock legitimate
  * clients out; a Request already received is never evicted.
  * An MPA Request must arrive within 5 s of the TCP accept and its first
- * byte within 1 s, else the connection is reset (the application never
+ * byte within 2 s, else the connection is reset (the application never
  * hears of it). A connection
  * whose peer leaves before the application fetched its CONNECT_REQUEST
  * is dropped together with that event; after the fetch the id gets
@@ -178,13 +178,14 @@ int iw_cm_listen(struct iw_cm_id *id, const struct sockaddr *addr, int backlog);
 struct iw_listen_param {
 	int backlog;            /* as for iw_cm_listen */
 	int request_timeout_ms; /* MPA Request deadline; 0: 5000, else >= 1 */
-	int silent_timeout_ms;  /* first-byte deadline; 0: 1000 (at most the
+	int silent_timeout_ms;  /* first-byte deadline; 0: 2000 (at most the
 				 * Request deadline), else >= 1 */
 	int per_source_max;     /* pending connections from one address (any
 				 * port): a newcomer beyond it evicts that
 				 * address's oldest evictable one (rules as for
-				 * the backlog) or is reset; 0: the backlog / 2,
-				 * at least 8 and at most the backlog */
+				 * the backlog) or is reset; 0: the backlog (no
+				 * separate cap: one MPI job or a 100-QP client
+				 * connects from one address at once) */
 };
 /* iw_cm_listen with parameters (NULL: the defaults). */
 int iw_cm_listen_param(struct iw_cm_id *id, const struct sockaddr *addr, const struct iw_listen_param *param);

@@ -709,10 +709,19 @@ START_TEST(test_request_timeout)
 	pair_listen(&p, AF_INET, 8);
 	fd = raw_connect(&p.addr);
 	t0 = now_ms();
-	/* siw waits 5 s for the Request; so do we. */
+	/* siw waits 5 s for the Request; so do we once a byte of it came. */
+	ck_assert_int_eq(send(fd, "M", 1, 0), 1);
 	ck_assert(!raw_dropped(fd, 3000));
 	ck_assert(raw_dropped(fd, 4000));
 	ck_assert_uint_ge(now_ms() - t0, 4900);
+	close(fd);
+	/* A peer that sends nothing goes by the first-byte deadline (2 s,
+	 * issue 19: idle-connection floods). */
+	fd = raw_connect(&p.addr);
+	t0 = now_ms();
+	ck_assert(!raw_dropped(fd, 1500));
+	ck_assert(raw_dropped(fd, 3000));
+	ck_assert_uint_ge(now_ms() - t0, 1900);
 	close(fd);
 	ck_assert_ptr_null(ev_wait(p.sch, 50));
 	pair_free(&p);
