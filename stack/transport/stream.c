@@ -197,10 +197,15 @@ static const struct iw_transport_ops stream_ops = {
 	.start = op_start, .detach = op_detach,
 };
 
+static const struct iw_transport_ops stream_ops_deferred_kick = {
+	.kick = op_kick, .kick_from_post = false, .shutdown = op_shutdown, .destroy = op_destroy,
+	.start = op_start, .detach = op_detach,
+};
+
 void iw_stream_init(struct iw_stream *s, struct iw_context *ctx, struct iw_qp *qp, const struct iw_stream_io *io,
 		    const struct iw_stream_cfg *cfg)
 {
-	s->base.ops = &stream_ops;
+	s->base.ops = io->kick_deferred ? &stream_ops_deferred_kick : &stream_ops;
 	s->base.qp = qp;
 	s->io = io;
 	s->ctx = ctx;

@@ -47,6 +47,9 @@ struct iw_stream_io {
 	void (*close)(struct iw_stream *s, int err, bool abortive);
 	/* Free the transport's memory (the stream is closed). */
 	void (*free)(struct iw_stream *s);
+	/* Kick only from deferred work, never inline from iw_post_send
+	 * (iw_transport_ops.kick_from_post false). */
+	bool kick_deferred;
 };
 
 struct iw_stream {
