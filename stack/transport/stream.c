@@ -8,6 +8,13 @@
 
 #define STREAM_RTR_IOV 16 /* pieces of the RTR frame: header, markers, CRC */
 
+uint32_t iw_stream_mulpdu(size_t mss, bool markers_tx, uint32_t max_ulpdu)
+{
+	size_t m = max_ulpdu ? max_ulpdu : iw_mpa_mulpdu(mss, markers_tx);
+
+	return m > IW_MPA_ULPDU_MAX ? IW_MPA_ULPDU_MAX : (uint32_t)m;
+}
+
 void iw_stream_finish(struct iw_stream *s, int err, bool notify_qp, bool abortive)
 {
 	if (s->state == IW_STREAM_CLOSED)

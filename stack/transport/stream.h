@@ -70,6 +70,11 @@ struct iw_stream {
 	uint8_t rtr_hdr[IW_DDP_UNTAGGED_HDR_LEN];
 };
 
+/* MULPDU for a stream whose segments carry mss bytes: max_ulpdu when
+ * nonzero (iw_conn_param asks for a size), else iw_mpa_mulpdu(mss);
+ * never above IW_MPA_ULPDU_MAX. */
+uint32_t iw_stream_mulpdu(size_t mss, bool markers_tx, uint32_t max_ulpdu);
+
 /* Fill in the core for a transport of qp configured by cfg. */
 void iw_stream_init(struct iw_stream *s, struct iw_context *ctx, struct iw_qp *qp, const struct iw_stream_io *io,
 		    const struct iw_stream_cfg *cfg);
