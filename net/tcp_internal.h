@@ -1,8 +1,7 @@
 /* Shared by the files of one TCP connection's state machine, not part of
  * net/'s API: tcp_conn.c (opening, application calls, timers), tcp_out.c
- * (building and sending segments), tcp_in.c (segment arrival: checks),
- * tcp_process.c (per-state handling), tcp_receive.c (ACKs, the send
- * window, data and reassembly). The split follows lwIP's tcp_in.c. */
+ * (building and sending segments) and tcp_in.c (segment arrival, split
+ * like lwIP's into tcp_input, tcp_process and tcp_receive). */
 #ifndef IWN_TCP_INTERNAL_H
 #define IWN_TCP_INTERNAL_H
 
@@ -64,12 +63,15 @@ static inline bool iwn_tcp_accepts_data(const struct iwn_tcp_conn *c)
 	return c->state == IWN_TCP_ESTABLISHED || c->state == IWN_TCP_FIN_WAIT_1 || c->state == IWN_TCP_FIN_WAIT_2;
 }
 
-/* What is left of an arriving segment once trimmed to the receive window. */
-struct iwn_tcp_in {
-	uint32_t seq, plen;
-	const uint8_t *data;
-	bool fin;
-};
+/* The peer's send window from a segment (unscaled on a SYN). */
+static inline void iwn_tcp_set_window(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, bool syn)
+{
+	c->snd_wnd = (uint32_t)h->win << (syn ? 0 : c->snd_ws);
+	c->snd_wl1 = h->seq;
+	c->snd_wl2 = h->ack;
+	if (c->snd_wnd > c->max_sndwnd)
+		c->max_sndwnd = c->snd_wnd;
+}
 
 /* tcp_out.c */
 /* Build and hand out one segment; len data bytes from the send buffer at
@@ -84,17 +86,9 @@ void iwn_tcp_arm_rto(struct iwn_tcp_conn *c, uint64_t now);
 void iwn_tcp_retransmit_first(struct iwn_tcp_conn *c, uint64_t now);
 bool iwn_tcp_retransmit_hole(struct iwn_tcp_conn *c, uint64_t now);
 
-/* tcp_process.c */
+/* tcp_in.c */
+/* A SYN's options, sequence number and the windows they set. */
 void iwn_tcp_take_syn_options(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h);
-void iwn_tcp_syn_sent_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t now);
-void iwn_tcp_rst_input(struct iwn_tcp_conn *c, uint32_t seq, uint64_t now);
-bool iwn_tcp_syn_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint32_t *seq, uint64_t now);
-void iwn_tcp_process(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, struct iwn_tcp_in *s, uint64_t now);
 
-/* tcp_receive.c */
-void iwn_tcp_set_window(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, bool syn);
-void iwn_tcp_new_ack(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t now);
-bool iwn_tcp_receive_ack(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint32_t seq, uint64_t now);
-void iwn_tcp_receive_data(struct iwn_tcp_conn *c, const struct iwn_tcp_in *s, uint64_t now);
 
 #endif
