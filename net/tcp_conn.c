@@ -1,7 +1,6 @@
 /* One TCP connection: configuration, opening, the application's calls
  * and the timers (RTO, persist, delayed ACK, keepalive, TIME-WAIT).
- * Segment arrival is in tcp_in.c, tcp_process.c and tcp_receive.c,
- * sending in tcp_out.c (tcp_internal.h). */
+ * Segment arrival is in tcp_in.c, sending in tcp_out.c (tcp_internal.h). */
 #include "tcp_internal.h"
 
 #include <errno.h>
