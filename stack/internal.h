@@ -5,13 +5,17 @@
  *   srq.c        shared receive queues
  *   qp.c         queue pairs: verbs WRs <-> the RDMAP engine, completions
  *   qp_state.c   the QP state machine (legal edges, debug lines)
- *   qp_modify.c  application-driven state changes (to ERROR)
- *   transport/   what a transport implements (transport.h) and the three
+ *   qp_modify.c  application-driven QP state changes (modify to ERROR)
+ *   transport/   what a transport implements (transport.h), the FPDU-stream
+ *                core they share (stream.c, tp_guard.c) and the three
  *                transports: tcp/ (kernel sockets), raw/ (our TCP, net/,
  *                over AF_PACKET), pipe/ (in memory, for tests)
  *   qp_mem.c     page-backed storage of a QP's per-WR arrays
  *   cm.c         connection manager: listen/connect, MPA handshake
- *   cm_event.c   CM channels and their event queues
+ *   cm_event.c   CM channels and their event queues (cm_internal.h:
+ *                what cm.c and cm_event.c share)
+ *   cm_admit.c   admission of passive connections: eviction, deadlines,
+ *                per-address cap, counters
  *   errstr.c     error strings
  *   trace.c      pcap tracing of live connections
  * Locking: one mutex per context guards every object of that context.

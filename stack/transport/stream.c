@@ -8,6 +8,13 @@
 
 #define STREAM_RTR_IOV 16 /* pieces of the RTR frame: header, markers, CRC */
 
+uint32_t iw_stream_mulpdu(size_t mss, bool markers_tx, uint32_t max_ulpdu)
+{
+	size_t m = max_ulpdu ? max_ulpdu : iw_mpa_mulpdu(mss, markers_tx);
+
+	return m > IW_MPA_ULPDU_MAX ? IW_MPA_ULPDU_MAX : (uint32_t)m;
+}
+
 void iw_stream_finish(struct iw_stream *s, int err, bool notify_qp, bool abortive)
 {
 	if (s->state == IW_STREAM_CLOSED)
@@ -190,10 +197,15 @@ static const struct iw_transport_ops stream_ops = {
 	.start = op_start, .detach = op_detach,
 };
 
+static const struct iw_transport_ops stream_ops_deferred_kick = {
+	.kick = op_kick, .kick_from_post = false, .shutdown = op_shutdown, .destroy = op_destroy,
+	.start = op_start, .detach = op_detach,
+};
+
 void iw_stream_init(struct iw_stream *s, struct iw_context *ctx, struct iw_qp *qp, const struct iw_stream_io *io,
 		    const struct iw_stream_cfg *cfg)
 {
-	s->base.ops = &stream_ops;
+	s->base.ops = io->kick_deferred ? &stream_ops_deferred_kick : &stream_ops;
 	s->base.qp = qp;
 	s->io = io;
 	s->ctx = ctx;

@@ -47,6 +47,9 @@ struct iw_stream_io {
 	void (*close)(struct iw_stream *s, int err, bool abortive);
 	/* Free the transport's memory (the stream is closed). */
 	void (*free)(struct iw_stream *s);
+	/* Kick only from deferred work, never inline from iw_post_send
+	 * (iw_transport_ops.kick_from_post false). */
+	bool kick_deferred;
 };
 
 struct iw_stream {
@@ -66,6 +69,11 @@ struct iw_stream {
 	uint8_t rtr_markers[2][IW_MPA_MARKER_LEN]; /* 20 bytes cross at most one marker position */
 	uint8_t rtr_hdr[IW_DDP_UNTAGGED_HDR_LEN];
 };
+
+/* MULPDU for a stream whose segments carry mss bytes: max_ulpdu when
+ * nonzero (iw_conn_param asks for a size), else iw_mpa_mulpdu(mss);
+ * never above IW_MPA_ULPDU_MAX. */
+uint32_t iw_stream_mulpdu(size_t mss, bool markers_tx, uint32_t max_ulpdu);
 
 /* Fill in the core for a transport of qp configured by cfg. */
 void iw_stream_init(struct iw_stream *s, struct iw_context *ctx, struct iw_qp *qp, const struct iw_stream_io *io,

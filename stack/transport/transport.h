@@ -21,8 +21,8 @@ struct iw_transport_ops {
 	/* Close: graceful (FIN after queued bytes) or abortive (RST). */
 	void (*shutdown)(struct iw_transport *t, bool abortive);
 	void (*destroy)(struct iw_transport *t);
-	/* After iw_qp_connect_start: the engine is ready, start I/O. NULL:
-	 * started at creation (the pipe transport). */
+	/* After iw_qp_connect_start: the engine is ready, start I/O (the
+	 * CM calls it; iw_pipe_connect starts its own ends). */
 	int (*start)(struct iw_transport *t);
 	/* The CM id goes away: stop telling it anything. */
 	void (*detach)(struct iw_transport *t);

@@ -307,10 +307,7 @@ static void pc_close(struct iw_conn *c, enum iw_conn_close how)
 
 static uint32_t pc_mulpdu(struct iw_conn *c, bool markers_tx, uint32_t max_ulpdu)
 {
-	if (max_ulpdu)
-		return max_ulpdu > IW_MPA_ULPDU_MAX ? IW_MPA_ULPDU_MAX : max_ulpdu;
-	size_t m = iw_mpa_mulpdu(pc_of(c)->net->o.mss, markers_tx);
-	return m > IW_MPA_ULPDU_MAX ? IW_MPA_ULPDU_MAX : (uint32_t)m;
+	return iw_stream_mulpdu(pc_of(c)->net->o.mss, markers_tx, max_ulpdu);
 }
 
 static int pc_dead_peer(struct iw_conn *c, uint32_t ms)

@@ -9,10 +9,13 @@
  * each kick does one round (one pull per direction, everything buffered
  * delivered) and requeues itself while bytes move, so several pipes share
  * a progress call fairly.
- * Shutdown: graceful delivers what is buffered, then the peer sees the
- * stream end (iw_qp_transport_closed(peer, 0)); abortive drops both
- * directions and the peer sees -ECONNRESET. Destroying one end resets it.
- * The pair's memory is freed when both ends are destroyed (by their QPs). */
+ * Each end is an FPDU stream (stream.h) started at connect; only the
+ * pump is the pipe's own. Shutdown is the stream's: graceful sends what
+ * the engine still has, then the peer sees the stream end after what is
+ * buffered (iw_qp_transport_closed(peer, 0)) and answers with its own;
+ * abortive drops both directions and the peer sees -ECONNRESET.
+ * Destroying an end that is not closed resets it. The pair's memory is
+ * freed when both ends are destroyed (by their QPs). */
 #ifndef IW_PIPE_TRANSPORT_H
 #define IW_PIPE_TRANSPORT_H
 

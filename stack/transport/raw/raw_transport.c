@@ -47,10 +47,8 @@ static struct iw_rdmap_conn *rt_conn(struct raw_transport *t)
 uint32_t iw_raw_mulpdu(const struct iwn_tcp_conn *c, bool markers_tx, uint32_t max_ulpdu)
 {
 	if (max_ulpdu)
-		return max_ulpdu > IW_MPA_ULPDU_MAX ? IW_MPA_ULPDU_MAX : max_ulpdu;
-	size_t emss = c->eff_mss >= 536 ? c->eff_mss : 536;
-	size_t m = iw_mpa_mulpdu(emss, markers_tx);
-	return m > IW_MPA_ULPDU_MAX ? IW_MPA_ULPDU_MAX : (uint32_t)m;
+		return iw_stream_mulpdu(0, markers_tx, max_ulpdu);
+	return iw_stream_mulpdu(c->eff_mss >= 536 ? c->eff_mss : 536, markers_tx, 0);
 }
 
 /* ------------------------------------------------------------------ */

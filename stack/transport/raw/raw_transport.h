@@ -16,7 +16,7 @@
  * and completes in order as always. Without CRC or with markers towards
  * us, nothing is placed early (an FPDU boundary cannot be validated).
  *
- * Ownership and call rules are those of struct iw_transport (internal.h). */
+ * Ownership and call rules are those of struct iw_transport (transport.h). */
 #ifndef IW_RAW_TRANSPORT_H
 #define IW_RAW_TRANSPORT_H
 

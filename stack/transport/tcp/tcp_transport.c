@@ -353,13 +353,10 @@ uint32_t iw_tcp_mulpdu(int fd, bool markers_tx, uint32_t max_ulpdu)
 {
 	int mss = 0;
 	socklen_t len = sizeof(mss);
-	size_t m;
 
 	if (max_ulpdu)
-		return max_ulpdu > IW_MPA_ULPDU_MAX ? IW_MPA_ULPDU_MAX : max_ulpdu;
+		return iw_stream_mulpdu(0, markers_tx, max_ulpdu);
 	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss < 536)
 		mss = 536;
-	mss &= ~7;
-	m = iw_mpa_mulpdu((size_t)mss, markers_tx);
-	return m > IW_MPA_ULPDU_MAX ? IW_MPA_ULPDU_MAX : (uint32_t)m;
+	return iw_stream_mulpdu((size_t)(mss & ~7), markers_tx, 0);
 }
