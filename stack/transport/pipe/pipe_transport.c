@@ -80,7 +80,7 @@ static size_t chunk_len(const struct pipe *p, const struct iw_ring *r)
 /* Copy-mode delivery. */
 static void feed(struct pipe *p, struct iw_qp *qp, struct iw_ring *r)
 {
-	while (r->used && qp->conn.state == IW_RDMAP_ST_RTS) {
+	while (r->used && iw_rdmap_running(&qp->conn)) {
 		size_t len = chunk_len(p, r);
 		size_t k = iw_rdmap_rx_feed(&qp->conn, r->buf + r->head, len);
 		qp->stats.bytes_rx += k;
@@ -96,7 +96,7 @@ static void feed_zerocopy(struct pipe *p, struct iw_qp *qp, struct iw_ring *r)
 {
 	struct iovec iov[RX_IOV];
 
-	while (r->used && qp->conn.state == IW_RDMAP_ST_RTS) {
+	while (r->used && iw_rdmap_running(&qp->conn)) {
 		int k = iw_rdmap_rx_prepare(&qp->conn, iov, RX_IOV);
 		if (k <= 0)
 			break;
@@ -126,13 +126,13 @@ static void deliver(struct pipe *p, struct pipe_end *dst, struct iw_ring *r)
 {
 	struct iw_qp *qp = dst ? dst->s.base.qp : NULL;
 
-	if (end_reading(dst) && qp->conn.state == IW_RDMAP_ST_RTS) {
+	if (end_reading(dst) && iw_rdmap_running(&qp->conn)) {
 		if (p->zerocopy)
 			feed_zerocopy(p, qp, r);
 		else
 			feed(p, qp, r);
 	}
-	if (r->used && (!dst || iw_stream_closed(&dst->s) || (end_reading(dst) && qp->conn.state != IW_RDMAP_ST_RTS)))
+	if (r->used && (!dst || iw_stream_closed(&dst->s) || (end_reading(dst) && !iw_rdmap_running(&qp->conn))))
 		iw_ring_drop(r);
 }
 

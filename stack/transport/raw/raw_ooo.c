@@ -19,11 +19,12 @@ void iw_raw_ooo_place(struct iw_rdmap_conn *rc, const uint8_t *p, uint32_t len, 
 	st->ooo_bytes += len;
 	/* Without CRC an FPDU boundary cannot be told from payload; with
 	 * markers towards us the FPDU is not contiguous. */
-	if (rc->state != IW_RDMAP_ST_RTS || !rc->cfg.crc || rc->cfg.markers_rx) {
+	const struct iw_rdmap_conn_cfg *cfg = iw_rdmap_config(rc);
+	if (!iw_rdmap_running(rc) || !cfg->crc || cfg->markers_rx) {
 		st->ooo_skipped++;
 		return;
 	}
-	unsigned max_ulpdu = rc->cfg.max_ulpdu_rx ? rc->cfg.max_ulpdu_rx : IW_MPA_ULPDU_MAX;
+	unsigned max_ulpdu = cfg->max_ulpdu_rx ? cfg->max_ulpdu_rx : IW_MPA_ULPDU_MAX;
 	while (len >= IW_MPA_LEN_FIELD) {
 		unsigned ulen = be16(p), flen = iw_mpa_fpdu_len(ulen);
 		if (flen > len) {
@@ -47,7 +48,7 @@ void iw_raw_ooo_place(struct iw_rdmap_conn *rc, const uint8_t *p, uint32_t len, 
 		if (hl && h.tagged && h.version == IW_DDP_VERSION && h.rsvd == 0 &&
 		    (h.ulp_ctrl >> IW_RDMAP_CTRL_RV_SHIFT) == IW_RDMAP_VERSION &&
 		    (h.ulp_ctrl & IW_RDMAP_CTRL_OPCODE_MASK) == IW_OP_WRITE &&
-		    rc->ops.stag(rc->ctx, h.stag, h.to, plen, IW_RDMAP_ACC_REMOTE_WRITE, &dst) == IW_STAG_OK &&
+		    iw_rdmap_stag(rc, h.stag, h.to, plen, IW_RDMAP_ACC_REMOTE_WRITE, &dst) == IW_STAG_OK &&
 		    (dst || plen == 0)) {
 			if (plen)
 				memcpy(dst, p + IW_MPA_LEN_FIELD + hl, plen);

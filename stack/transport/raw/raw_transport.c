@@ -155,7 +155,7 @@ static void rt_tx(struct iw_stream *st)
 	while (!st->gated) {
 		/* Engine bytes held while the engine holds none in flight: it
 		 * was flushed, those bytes are no longer to be sent. */
-		if (t->pend_len && !t->pend_rtr && c->tx_count == 0)
+		if (t->pend_len && !t->pend_rtr && iw_rdmap_tx_in_flight(c) == 0)
 			t->pend_len = 0;
 		if (t->pend_len) {
 			if (!rt_push(t))
@@ -220,7 +220,7 @@ static void rt_rx(struct iw_stream *st)
 			break;
 		uint64_t now = iw_rawdev_now_us();
 		struct iovec v[RT_RX_PREP];
-		int n = c->cfg.markers_rx ? 0 : iw_rdmap_rx_prepare(c, v, RT_RX_PREP);
+		int n = iw_rdmap_config(c)->markers_rx ? 0 : iw_rdmap_rx_prepare(c, v, RT_RX_PREP);
 		size_t direct = 0;
 		for (int i = 0; i < n; i++) {
 			uint32_t want = v[i].iov_len > UINT32_MAX ? UINT32_MAX : (uint32_t)v[i].iov_len;

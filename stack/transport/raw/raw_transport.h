@@ -44,7 +44,7 @@ struct iw_raw_stats {
 
 /* Examine len bytes that arrived out of order: each whole FPDU at the
  * front with a good CRC that is a valid tagged RDMA WRITE passing
- * rc->ops.stag (REMOTE_WRITE) is placed at once; stops at the first bad
+ * iw_rdmap_stag (REMOTE_WRITE) is placed at once; stops at the first bad
  * CRC or incomplete FPDU. Nothing is placed without CRC, with markers
  * towards us, or once the stream stopped. Counts into st. */
 void iw_raw_ooo_place(struct iw_rdmap_conn *rc, const uint8_t *p, uint32_t len, struct iw_raw_stats *st);

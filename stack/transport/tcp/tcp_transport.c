@@ -171,7 +171,7 @@ static void tp_tx(struct iw_stream *s)
 	while (!s->gated) {
 		/* Engine bytes held but the engine holds none in flight: it was
 		 * flushed, the memory behind them is no longer ours to send. */
-		if (t->tx_pending > t->rtr_left && c->tx_count == 0) {
+		if (t->tx_pending > t->rtr_left && iw_rdmap_tx_in_flight(c) == 0) {
 			t->iov_cnt = 0;
 			t->iov_head = 0;
 			t->tx_pending = 0;
@@ -240,7 +240,8 @@ static void tp_rx(struct iw_stream *s)
 		/* Between FPDUs after a small one the whole next FPDU is likely
 		 * in the socket: read it all into the stage, where the
 		 * deframer's whole-FPDU fast path takes it. */
-		if (!c->cfg.markers_rx && !(c->rx.ulpdu_len < TP_BIG_FPDU && iw_mpa_rx_at_boundary(&c->mpa_rx)))
+		if (!iw_rdmap_config(c)->markers_rx &&
+		    !(iw_rdmap_rx_last_ulpdu_len(c) < TP_BIG_FPDU && !iw_rdmap_rx_mid_fpdu(c)))
 			n = iw_rdmap_rx_prepare(c, v, TP_RX_PREP);
 		for (int i = 0; i < n; i++)
 			prep += v[i].iov_len;
