@@ -334,24 +334,37 @@ int iw_rdmap_build_rtr(struct iw_rdmap_conn *c, struct iw_mpa_tx_frame *fr,
 		       uint8_t (*markers)[IW_MPA_MARKER_LEN], uint8_t *hdr, struct iovec *iov, int iov_cap);
 
 /* ------------------------------------------------------------------ */
-/* What the owner may ask (rdmap_query.c): the owner reads no field of
+/* What the owner may ask (one-liners inline here: they sit on the post and
+ * receive paths; the rest in rdmap_query.c): the owner reads no field of
  * struct iw_rdmap_conn, so the engine may change its bookkeeping freely. */
 
 /* The stream runs: no violation found, no Terminate received, not flushed. */
-bool iw_rdmap_running(const struct iw_rdmap_conn *c);
+static inline bool iw_rdmap_running(const struct iw_rdmap_conn *c)
+{
+	return c->state == IW_RDMAP_ST_RTS;
+}
 
 /* The free-running send-queue index the next posted WR gets (the owner
  * uses it as the WR's cookie), and how many posted WRs have not yet
  * completed (they hold the indices just below it). */
-uint32_t iw_rdmap_sq_next_index(const struct iw_rdmap_conn *c);
-uint32_t iw_rdmap_sq_outstanding(const struct iw_rdmap_conn *c);
+static inline uint32_t iw_rdmap_sq_next_index(const struct iw_rdmap_conn *c)
+{
+	return c->sq_tail;
+}
+static inline uint32_t iw_rdmap_sq_outstanding(const struct iw_rdmap_conn *c)
+{
+	return c->sq_tail - c->sq_head;
+}
 
 /* Nothing left to send: every posted WR completed, every FPDU handed out
  * acknowledged, nothing waiting to be pulled. */
 bool iw_rdmap_tx_drained(const struct iw_rdmap_conn *c);
 
 /* The READs this end may have outstanding (the negotiated ORD). */
-uint16_t iw_rdmap_ord(const struct iw_rdmap_conn *c);
+static inline uint16_t iw_rdmap_ord(const struct iw_rdmap_conn *c)
+{
+	return c->cfg.ord;
+}
 
 /* Cookie of the oldest READ waiting for its response; false if none. */
 bool iw_rdmap_oldest_read(const struct iw_rdmap_conn *c, uint64_t *cookie);
@@ -368,7 +381,10 @@ bool iw_rdmap_oldest_started(const struct iw_rdmap_conn *c, unsigned opmask, uin
 
 /* RDMAP opcode of the inbound message whose segment header came last
  * (what a violation found on receive is about). */
-uint8_t iw_rdmap_rx_opcode(const struct iw_rdmap_conn *c);
+static inline uint8_t iw_rdmap_rx_opcode(const struct iw_rdmap_conn *c)
+{
+	return c->rx.opcode;
+}
 
 /* The inbound stream stopped inside an FPDU: the peer's end of stream
  * here lost data. */
@@ -378,9 +394,18 @@ bool iw_rdmap_rx_mid_fpdu(const struct iw_rdmap_conn *c);
  * these): the configuration the connection was made with; FPDUs handed
  * out and not yet acknowledged; the ULPDU length of the inbound FPDU
  * whose header came last (0 before the first). */
-const struct iw_rdmap_conn_cfg *iw_rdmap_config(const struct iw_rdmap_conn *c);
-uint32_t iw_rdmap_tx_in_flight(const struct iw_rdmap_conn *c);
-uint16_t iw_rdmap_rx_last_ulpdu_len(const struct iw_rdmap_conn *c);
+static inline const struct iw_rdmap_conn_cfg *iw_rdmap_config(const struct iw_rdmap_conn *c)
+{
+	return &c->cfg;
+}
+static inline uint32_t iw_rdmap_tx_in_flight(const struct iw_rdmap_conn *c)
+{
+	return c->tx_count;
+}
+static inline uint16_t iw_rdmap_rx_last_ulpdu_len(const struct iw_rdmap_conn *c)
+{
+	return c->rx.ulpdu_len;
+}
 /* Resolve a tagged destination through the owner's STag callback, as the
  * engine does (for placement ahead of the engine, e.g. out of order). */
 enum iw_stag_status iw_rdmap_stag(const struct iw_rdmap_conn *c, uint32_t stag, uint64_t to, size_t len,

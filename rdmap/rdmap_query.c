@@ -7,30 +7,14 @@ static const struct iw_rdmap_sq_entry *sq_at_c(const struct iw_rdmap_conn *c, ui
 	return &c->mem.sq[abs % c->mem.sq_depth];
 }
 
-bool iw_rdmap_running(const struct iw_rdmap_conn *c)
-{
-	return c->state == IW_RDMAP_ST_RTS;
-}
 
-uint32_t iw_rdmap_sq_next_index(const struct iw_rdmap_conn *c)
-{
-	return c->sq_tail;
-}
 
-uint32_t iw_rdmap_sq_outstanding(const struct iw_rdmap_conn *c)
-{
-	return c->sq_tail - c->sq_head;
-}
 
 bool iw_rdmap_tx_drained(const struct iw_rdmap_conn *c)
 {
 	return c->sq_head == c->sq_tail && c->tx_count == 0 && !iw_rdmap_tx_pending(c);
 }
 
-uint16_t iw_rdmap_ord(const struct iw_rdmap_conn *c)
-{
-	return c->cfg.ord;
-}
 
 bool iw_rdmap_oldest_read(const struct iw_rdmap_conn *c, uint64_t *cookie)
 {
@@ -52,30 +36,14 @@ bool iw_rdmap_oldest_started(const struct iw_rdmap_conn *c, unsigned opmask, uin
 	return false;
 }
 
-uint8_t iw_rdmap_rx_opcode(const struct iw_rdmap_conn *c)
-{
-	return c->rx.opcode;
-}
 
 bool iw_rdmap_rx_mid_fpdu(const struct iw_rdmap_conn *c)
 {
 	return !iw_mpa_rx_at_boundary(&c->mpa_rx);
 }
 
-const struct iw_rdmap_conn_cfg *iw_rdmap_config(const struct iw_rdmap_conn *c)
-{
-	return &c->cfg;
-}
 
-uint32_t iw_rdmap_tx_in_flight(const struct iw_rdmap_conn *c)
-{
-	return c->tx_count;
-}
 
-uint16_t iw_rdmap_rx_last_ulpdu_len(const struct iw_rdmap_conn *c)
-{
-	return c->rx.ulpdu_len;
-}
 
 enum iw_stag_status iw_rdmap_stag(const struct iw_rdmap_conn *c, uint32_t stag, uint64_t to, size_t len,
 				  unsigned access, uint8_t **addr)
