@@ -7,12 +7,12 @@
 #              --testbin DIR --src DIR [--cc CC] [--only CASE]...
 #              [--env VAR=VALUE]... [--expect-fail] [--list]
 #
-#   --group      rping | crcreq | verbs | errors (cases: case_list_G below)
+#   --group      rping | crcreq | verbs | errors | abi (cases: case_list_G below)
 #   --out        output directory: per case a directory with host.log,
 #                guest.log, host.pcap (our --trace), iwdump-*.txt, verdict;
 #                per group guest.pcap (the guest's wire, all cases),
 #                serial.log (the guest console) and matrix.txt
-#   --bin        iwping, iwdump; --testbin: iwrw, iwhello
+#   --bin        iwping, iwdump, iwarp-run; --testbin: iwrw, iwhello
 #   --src        tests/interop/programs (siwrw is compiled from there)
 #   --cc         compiler for siwrw (default cc)
 #   --only       run only these cases (cases named known-* are known
@@ -186,6 +186,34 @@ case_list_errors() {
 	done
 }
 
+# 8: Debian's unmodified rdma-core programs under iwarp-run (our
+# libibverbs.so.1 / librdmacm.so.1, abi/) against the same programs on siw,
+# both directions. Host side: @IWRUN@ = iwarp-run with IWARP_TRACE=host.pcap
+# and stdout unbuffered, so that a stderr line cannot land inside one of
+# rping's ping data lines in host.log.
+# perftest: small runs (slirp under TCG is slow); its -R client retries a
+# refused connect itself (10 x 100 ms) when it comes before the server's
+# second listen, so those cases see several connections on the port.
+PERF_S=65536
+PERF_N=200
+case_list_abi() {
+	local s=4000 t
+	add_case rping-abi-h2g h2g "rping -s -a 10.0.2.15 -p @GP@ -v -V -C 5 -S $s" \
+		"@IWRUN@ rping -c -a 127.0.0.1 -p @HP@ -v -V -C 5 -S $s" "chk_rping h2g 5 on"
+	add_case rping-abi-g2h g2h "rping -c -a 10.0.2.2 -p @HP@ -v -V -C 5 -S $s" \
+		"@IWRUN@ rping -s -a 127.0.0.1 -p @HP@ -v -V -C 5 -S $s" "chk_rping g2h 5 on"
+	for t in ib_write_bw ib_read_bw ib_send_bw; do
+		add_case "${t#ib_}-abi-h2g" h2g "$t -R -p @GP@ -s $PERF_S -n $PERF_N" \
+			"@IWRUN@ $t -R -p @HP@ -s $PERF_S -n $PERF_N 127.0.0.1" "chk_perftest $PERF_S $PERF_N"
+		add_case "${t#ib_}-abi-g2h" g2h "$t -R -p @HP@ -s $PERF_S -n $PERF_N 10.0.2.2" \
+			"@IWRUN@ $t -R -p @HP@ -s $PERF_S -n $PERF_N" "chk_perftest $PERF_S $PERF_N"
+	done
+	add_case rdma_server-abi-h2g h2g "rdma_server -p @GP@" \
+		"@IWRUN@ rdma_client -s 127.0.0.1 -p @HP@" "chk_rdma_hello"
+	add_case rdma_client-abi-g2h g2h "rdma_client -s 10.0.2.2 -p @HP@" \
+		"@IWRUN@ rdma_server -p @HP@" "chk_rdma_hello"
+}
+
 declare -F "case_list_$GROUP" >/dev/null || die "unknown group $GROUP"
 "case_list_$GROUP"
 [[ ${#C_NAME[@]} -gt 0 ]] || die "no cases selected"
@@ -255,6 +283,7 @@ subst() {  # TEXT INDEX
 	s=${s//@GP@/${C_GP[i]}}; s=${s//@HP@/${C_HP[i]}}
 	s=${s//@IWPING@/$BIN/iwping}; s=${s//@IWRW@/$TBIN/iwrw}; s=${s//@IWHELLO@/$TBIN/iwhello}
 	s=${s//@SIWRW@//tmp/siwrw}
+	s=${s//@IWRUN@/env IWARP_TRACE=host.pcap stdbuf -o0 $BIN/iwarp-run}
 	printf '%s' "$s"
 }
 
@@ -357,8 +386,22 @@ siw_crc_misread() {
 	! grep -aqs 'crc BAD' "$OUT"/*/iwdump-guest.txt
 }
 
+# A guest kernel BUG, Oops or WARNING fails the group whatever the cases
+# say (the console shows kernel messages at warning level and above).
+guest_kernel_trouble() {
+	local t
+	t=$(grep -aE 'kernel BUG at|BUG: |Oops:|WARNING: CPU:|general protection fault|Kernel panic' \
+		"$OUT/serial.log" 2>/dev/null | head -n 5)
+	[[ -n $t ]] || return 0
+	log "the guest kernel complained (serial.log):"
+	sed 's/^/interop:   /' <<<"$t" >&2
+	printf 'guest kernel: %s\n' "$(head -n1 <<<"$t")" | tee -a "$OUT/matrix.txt"
+	FAIL=$((FAIL + 1))
+}
+
 run_boot
 evaluate
+guest_kernel_trouble
 if [[ $FAIL != 0 && $EXPECT_FAIL = 0 ]] && siw_crc_misread; then
 	log "################################################################"
 	log "siw logged a CRC error for FPDUs whose CRC is correct on the wire:"
@@ -369,6 +412,7 @@ if [[ $FAIL != 0 && $EXPECT_FAIL = 0 ]] && siw_crc_misread; then
 	find "$OUT" -mindepth 1 -maxdepth 1 ! -name first-try -exec mv -t "$OUT/first-try" {} +
 	run_boot
 	evaluate
+	guest_kernel_trouble
 fi
 printf 'group %s: %d passed, %d failed, %.1f s (outputs: %s)\n' "$GROUP" "$PASS" "$FAIL" \
 	"$(awk -v a="$T0" -v b="$(now)" 'BEGIN { print b - a }')" "$OUT" | tee -a "$OUT/matrix.txt"
