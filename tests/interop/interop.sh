@@ -204,7 +204,7 @@ case_list_errors() {
 # first FPDU (the RTR): siw drops FPDUs that arrive while its accept is
 # still running, and then hangs the connection (and BUGs in iw_cm when it
 # is closed, see README.md). 20 ms, the default, was too short for the
-# TCG guest on a loaded host (2 hangs in 9 runs of this group).
+# TCG guest on a loaded host (2 hangs in 7 runs of this group).
 ABI_FIRST_FPDU_DELAY_MS=300
 PERF_S=65536
 PERF_N=200
