@@ -189,9 +189,30 @@ int rdma_listen(struct rdma_cm_id *cid, int backlog)
 	return 0;
 }
 
+/* IWARP_FIRST_FPDU_DELAY_MS: the initiator's wait between the MPA Reply
+ * and its first FPDU (iw_conn_param.first_fpdu_delay_ms: -1 none, 0 the
+ * default 20 ms, up to 10000). Linux siw as responder drops FPDUs that
+ * arrive while its accept is still running; a slow peer (siw under QEMU
+ * TCG on a loaded host) needs longer than the default. Anything else is
+ * ignored. */
+static int first_fpdu_delay_ms(void)
+{
+	const char *s = getenv("IWARP_FIRST_FPDU_DELAY_MS");
+	char *end;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v < -1 || v > 10000)
+		return 0;
+	return (int)v;
+}
+
 static void conn_param(const struct rdma_conn_param *cp, struct iw_conn_param *p, bool initiator)
 {
 	memset(p, 0, sizeof(*p));
+	p->first_fpdu_delay_ms = first_fpdu_delay_ms();
 	/* Peer-to-peer MPA (RFC 6581) with a ready-to-receive message, as
 	 * the kernel's iWARP drivers do for rdma_cm: the responder may not
 	 * send before the initiator's first FPDU, and programs whose server
