@@ -24,9 +24,10 @@ i=0
 while IFS= read -r line; do
 	i=$((i + 1))
 	cmd=${line%%#*} # the comment is the claim, checked below
+	# /tmp/ first: the build directory itself may be under /tmp.
+	cmd=${cmd//\/tmp\//$TMP/}
 	cmd=${cmd//build\/bin\//$BIN/}
 	cmd=${cmd//build\/man\//$MAN/}
-	cmd=${cmd//\/tmp\//$TMP/}
 	cmd=${cmd//iwping -s/iwping -s -p $PORT}
 	cmd=${cmd//iwping -c 127.0.0.1/iwping -c 127.0.0.1 -p $PORT}
 	case "$cmd" in
