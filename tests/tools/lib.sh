@@ -67,6 +67,11 @@ start_server() {
 			[ "$a" = "@PORT@" ] && a=$PORT
 			cmd+=("$a")
 		done
+		# The previous server's log says "listening on" too, and the
+		# background shell truncates it only when it gets to run: without
+		# this, wait_announce could read the old line and the client race
+		# the new server's listen() (tools_iwping: "Connection refused").
+		rm -f "$log" "$log.err"
 		"${SIGNALED_ENV[@]}" timeout -k 10 120 "${cmd[@]}" >"$log" 2>"$log.err" &
 		SERVER_PID=$!
 		if wait_announce "$log.err"; then
