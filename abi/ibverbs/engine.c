@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,11 @@ static bool drive(bool from_helper)
 bool iwabi_engine_drive(void)
 {
 	return drive(false);
+}
+
+void iwabi_engine_idle_yield(void)
+{
+	sched_yield();
 }
 
 static uint64_t now_ns(void)

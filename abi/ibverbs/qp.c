@@ -516,6 +516,8 @@ int iwabi_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		 * driving progress), then look again. */
 		if (iwabi_engine_drive())
 			k = poll_some(cq, n, wc);
+		if (k == 0)
+			iwabi_engine_idle_yield();
 	}
 	if (k < n && __atomic_load_n(&cq->has_flush, __ATOMIC_ACQUIRE)) {
 		/* Behind everything libiwarp completed: it flushed the QP's
