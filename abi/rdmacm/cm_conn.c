@@ -284,7 +284,7 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
 		return fail(EINVAL);
 	for (;;) {
 		struct cm_ev *e;
-		int rc = cm_get(l->chan, &e);
+		int rc = cm_get(l->chan, &e, false);
 		if (rc < 0)
 			return fail(-rc);
 		if (e->ev.event != RDMA_CM_EVENT_CONNECT_REQUEST) {
