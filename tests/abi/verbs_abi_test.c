@@ -733,25 +733,33 @@ START_TEST(cm_blocking_and_nonblocking)
 }
 END_TEST
 
+/* A listener on sch, a client id on cch (with x's objects and QP) that
+ * connects to it; returns the listener's CONNECT_REQUEST, not acked. */
+static struct rdma_cm_event *request_to_listener(struct rdma_event_channel *sch, struct rdma_event_channel *cch,
+						 struct rdma_cm_id **l, struct rdma_cm_id **c, struct side *x)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	ck_assert_int_eq(rdma_create_id(sch, l, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(*l, (struct sockaddr *)&a), 0);
+	ck_assert_int_eq(rdma_listen(*l, 1), 0);
+	a.sin_port = rdma_get_src_port(*l);
+	ck_assert_int_eq(rdma_create_id(cch, c, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(*c, NULL, (struct sockaddr *)&a, 1000), 0);
+	rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_int_eq(rdma_resolve_route(*c, 1000), 0);
+	rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	side_objects(x, (*c)->verbs, false);
+	side_qp(x, *c, NULL);
+	ck_assert_int_eq(rdma_connect(*c, NULL), 0);
+	return expect_event(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+}
+
 START_TEST(cm_reject_with_private_data)
 {
 	struct rdma_event_channel *sch = rdma_create_event_channel(), *cch = rdma_create_event_channel();
 	struct rdma_cm_id *l, *c;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	ck_assert_int_eq(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_bind_addr(l, (struct sockaddr *)&a), 0);
-	ck_assert_int_eq(rdma_listen(l, 1), 0);
-	a.sin_port = rdma_get_src_port(l);
-	ck_assert_int_eq(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 1000), 0);
-	rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
-	ck_assert_int_eq(rdma_resolve_route(c, 1000), 0);
-	rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	struct side x = { 0 };
-	side_objects(&x, c->verbs, false);
-	side_qp(&x, c, NULL);
-	ck_assert_int_eq(rdma_connect(c, NULL), 0);
-	struct rdma_cm_event *ev = expect_event(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_cm_event *ev = request_to_listener(sch, cch, &l, &c, &x);
 	struct rdma_cm_id *child = ev->id;
 	rdma_ack_cm_event(ev);
 	ck_assert_int_eq(rdma_reject(child, "busy", 5), 0);
@@ -951,21 +959,8 @@ START_TEST(cm_listener_destroy_waits_for_request_ack)
 {
 	struct rdma_event_channel *sch = rdma_create_event_channel(), *cch = rdma_create_event_channel();
 	struct rdma_cm_id *l, *c;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	ck_assert_int_eq(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_bind_addr(l, (struct sockaddr *)&a), 0);
-	ck_assert_int_eq(rdma_listen(l, 1), 0);
-	a.sin_port = rdma_get_src_port(l);
-	ck_assert_int_eq(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 1000), 0);
-	rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
-	ck_assert_int_eq(rdma_resolve_route(c, 1000), 0);
-	rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	struct side x = { 0 };
-	side_objects(&x, c->verbs, false);
-	side_qp(&x, c, NULL);
-	ck_assert_int_eq(rdma_connect(c, NULL), 0);
-	struct rdma_cm_event *ev = expect_event(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_cm_event *ev = request_to_listener(sch, cch, &l, &c, &x);
 	struct rdma_cm_id *child = ev->id;
 	ck_assert_int_eq(rdma_reject(child, NULL, 0), 0);
 	ck_assert_int_eq(rdma_destroy_id(child), 0); /* not held by the request */
