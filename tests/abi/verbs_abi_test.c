@@ -982,7 +982,7 @@ END_TEST
 
 /* rdma_bind_addr with a specific source address before resolving and
  * connecting: the connection comes from it, and both ends agree on the
- * client's address and port. */
+ * client's address and port. One libiwarp cannot take is refused. */
 START_TEST(cm_bind_source_then_connect)
 {
 	struct pair p;
@@ -997,6 +997,26 @@ START_TEST(cm_bind_source_then_connect)
 	ck_assert_uint_eq(cl->sin_port, sp->sin_port);
 	ck_assert_uint_eq(rdma_get_src_port(p.c.id), sp->sin_port);
 	pair_down(&p);
+
+	/* A source the route would not take (another loopback address, a
+	 * fixed port): refused, not silently replaced. */
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				   .sin_port = htons(9) };
+	struct sockaddr_in other = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1) };
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(id, (struct sockaddr *)&other), 0);
+	ck_assert_int_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000), -1);
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	src.sin_port = htons(40000);
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(id, (struct sockaddr *)&src, (struct sockaddr *)&dst, 1000), -1);
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert(!readable(ch->fd, 0));
+	rdma_destroy_event_channel(ch);
 }
 END_TEST
 
