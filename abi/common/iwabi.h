@@ -8,15 +8,39 @@
  * with a CQ of another, an id's QP from the program's own context), as
  * programs expect from one device.
  *
- * Progress model: every data-path verb drives the engine itself
- * (ibv_poll_cq progresses when the CQ looked empty; ibv_post_send kicks
- * the connection inline), blocking calls (ibv_get_cq_event,
- * rdma_get_cm_event, synchronous rdma_cm calls) progress while they wait,
- * and a helper thread progresses only while nobody else does: no verb
- * within the last IWABI_SPIN_GRACE_US and no thread waiting in a blocking
- * call. A program spinning in ibv_poll_cq therefore pays no wake-ups, and
- * one that sleeps in its own code (sem_wait, poll() on our fds) still
- * sees its connections advance. */
+ * Progress model. Who moves the connections when the program is not in
+ * a call of ours matters most: perftest spins in ibv_poll_cq, but
+ * ib_write_lat's responder spins on memory and rping sleeps in its own
+ * code. So:
+ *  - a helper thread sleeps in epoll on the context's fd (edge-triggered:
+ *    woken by an arrival, a timer or deferred work, never by a clock) and
+ *    progresses at once; it never spins, so a 2-core machine running two
+ *    spinning programs still has its cores for them;
+ *  - ibv_poll_cq progresses itself when the CQ looked empty: a program
+ *    spinning there is the one that drives, with no hand-off latency;
+ *    still empty, it yields the CPU (sched_yield): our device is
+ *    software, and on a busy machine perftest's spinning otherwise takes
+ *    the CPU its peer and our helper need (ib_write_bw 64 KiB under
+ *    load: 310-820 MB/s without, 720-1140 MB/s with, same run);
+ *  - both go through one gate (engine.c drive()): whoever finds it taken
+ *    does not queue on the context lock. A program thread simply returns
+ *    (the helper is mid-pass); the helper leaves a note and the holder
+ *    runs one more pass (the arrival may be newer than its epoll_wait);
+ *  - a post (ibv_post_send/recv) first lets a helper pass end, spinning
+ *    up to 20 us: the responder sees the data in memory before the
+ *    helper's pass is over, and a futex sleep on the context lock behind
+ *    it cost more than the pass itself;
+ *  - blocking calls (ibv_get_cq_event, rdma_get_cm_event, synchronous
+ *    rdma_cm calls) progress once and then sleep on their own fd: later
+ *    arrivals are the helper's.
+ * The price is one thread wake-up per arrival while nobody else drives:
+ * that is the latency left between ib_write_lat and iwperf's spinning
+ * ping-pong (docs/bench.md); a spinning helper would remove it but, with
+ * both programs spinning already, needs a third and fourth core. The
+ * earlier design (the helper kept out for 20 us after any verb, then
+ * backed off up to 1 ms) cost a memory-spinning responder tens of
+ * microseconds per message.
+ */
 #ifndef IWABI_H
 #define IWABI_H
 
@@ -29,7 +53,6 @@
 #include <iwarp/verbs.h>
 
 #define IWABI_DEV_NAME "iwarp0"
-#define IWABI_SPIN_GRACE_US 20
 
 /* The ibverbs objects: the ABI struct first, so the program's pointer is
  * ours. */
@@ -96,8 +119,16 @@ void iwabi_mr_retry_retired(void);
 int iwabi_engine_get(struct iw_context **ctx); /* 0 or -errno; one reference */
 void iwabi_engine_put(void);
 struct iw_context *iwabi_engine_ctx(void);     /* NULL unless referenced */
-/* A verb ran: the helper thread keeps out for a while. */
-void iwabi_engine_touch(void);
+/* One progress pass from a program's verb, unless a thread is in one
+ * already; true if this call ran it. */
+bool iwabi_engine_drive(void);
+/* Before a post: let a progress pass of the helper end (bounded) rather
+ * than sleep on the context lock behind it. */
+void iwabi_engine_await_helper(void);
+/* ibv_poll_cq found nothing even after progress: give the CPU to
+ * whoever else is runnable (the peer, a helper) before the program spins
+ * back. A no-op syscall on an idle core. */
+void iwabi_engine_idle_yield(void);
 /* Block until fd is readable (or timeout_ms passes; -1 forever),
  * progressing the engine meanwhile. 0: readable, -ETIMEDOUT, -errno. */
 int iwabi_engine_wait(int fd, int timeout_ms);
@@ -136,7 +167,7 @@ struct iwabi_bridge {
 	struct ibv_context *(*device_context)(void); /* opened on first call */
 	int (*engine_get)(struct iw_context **ctx);
 	void (*engine_put)(void);
-	void (*engine_touch)(void);
+	bool (*engine_drive)(void);
 	int (*engine_wait)(int fd, int timeout_ms);
 	void (*set_cm_pump)(void (*pump)(void), int cm_fd);
 	struct iw_qp *(*qp_of)(struct ibv_qp *qp);
@@ -164,7 +195,7 @@ struct iwabi_bridge {
 	/* The raw transport's own address (NULL: kernel transport). */
 	const char *(*raw_ip)(void);
 };
-#define IWABI_BRIDGE_VERSION 1
+#define IWABI_BRIDGE_VERSION 2
 
 /* The program's choice for a channel fd (fcntl O_NONBLOCK). */
 static inline bool iwabi_fd_nonblocking(int fd)

@@ -6,49 +6,42 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
-
-#define HELPER_IDLE_MS 100
-/* While the program drives progress itself, the helper backs off from
- * the grace period up to this (a spinning program costs it ~1000
- * wake-ups per second, not one per message). */
-#define HELPER_BACKOFF_MAX_NS 1000000u
 
 static struct {
 	pthread_mutex_t lock;
 	unsigned refs;
 	struct iw_context *ctx;
-	int epfd;
+	int epfd;     /* the context's fd: readable when progress has work */
+	int hep;      /* the helper's epoll set: stop_efd, epfd (edge), cm_fd */
 	int stop_efd;
 	pthread_t helper;
 	bool helper_on;
 	atomic_bool stop;
-	atomic_uint_fast64_t last_touch_ns;
-	atomic_int n_waiting;
+	/* The drive gate (drive()): who is in iw_progress through it (0
+	 * nobody, DRIVER_PROGRAM, DRIVER_HELPER); missed: the helper came
+	 * while a program thread held it. */
+	atomic_int driving;
+	atomic_bool missed;
 	void (*_Atomic pump)(void);
 	atomic_int cm_fd;
 	char raw_ip[64];
 	bool raw;
-} eng = { .lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .stop_efd = -1, .cm_fd = -1 };
+} eng = { .lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .hep = -1, .stop_efd = -1, .cm_fd = -1 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void iwabi_engine_touch(void)
-{
-	atomic_store_explicit(&eng.last_touch_ns, now_ns(), memory_order_relaxed);
-}
+enum { DRIVER_PROGRAM = 1, DRIVER_HELPER = 2 };
+/* How long a posting thread waits for the helper's progress pass to end
+ * before it queues on the context lock (a pass takes a microsecond or
+ * two; a futex sleep and wake-up would add several). */
+#define HELPER_PASS_SPIN_NS 20000
 
 static void run_pump(void)
 {
@@ -57,96 +50,194 @@ static void run_pump(void)
 		pump();
 }
 
-void iwabi_engine_set_cm_pump(void (*pump)(void), int cm_fd)
+static int hep_add(int fd, uint32_t events)
 {
-	atomic_store(&eng.pump, pump);
-	atomic_store(&eng.cm_fd, cm_fd);
+	struct epoll_event ev = { .events = events, .data.fd = fd };
+	return epoll_ctl(eng.hep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
-static void progress_once(void)
+void iwabi_engine_set_cm_pump(void (*pump)(void), int cm_fd)
+{
+	pthread_mutex_lock(&eng.lock);
+	atomic_store(&eng.pump, pump);
+	atomic_store(&eng.cm_fd, cm_fd);
+	if (eng.hep >= 0 && cm_fd >= 0)
+		(void)hep_add(cm_fd, EPOLLIN); /* else helper_start adds it */
+	pthread_mutex_unlock(&eng.lock);
+}
+
+/* One progress pass unless another thread is in one right now: nobody
+ * waits for the context lock behind a thread that is doing the same
+ * work. The helper, which comes because something arrived, leaves a
+ * note instead, and the thread in progress runs once more for it (the
+ * arrival may have come after that thread's epoll_wait). A program's
+ * verb needs no note: the helper is woken by whatever arrives later. */
+static bool drive(bool from_helper)
 {
 	struct iw_context *ctx = eng.ctx;
-	if (ctx)
+	bool ran = false;
+
+	if (!ctx)
+		return false;
+	for (;;) {
+		int none = 0;
+		if (!atomic_compare_exchange_strong(&eng.driving, &none, from_helper ? DRIVER_HELPER : DRIVER_PROGRAM)) {
+			if (!from_helper)
+				return ran;
+			atomic_store(&eng.missed, true);
+			/* The holder may have left before it could see the note. */
+			if (atomic_load(&eng.driving))
+				return ran;
+			continue;
+		}
+		atomic_store(&eng.missed, false);
 		iw_progress(ctx, 0);
-	run_pump();
+		ran = true;
+		atomic_store(&eng.driving, 0);
+		if (!atomic_load(&eng.missed))
+			break;
+	}
+	return ran;
+}
+
+bool iwabi_engine_drive(void)
+{
+	return drive(false);
+}
+
+void iwabi_engine_idle_yield(void)
+{
+	sched_yield();
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void iwabi_engine_await_helper(void)
+{
+	if (atomic_load_explicit(&eng.driving, memory_order_relaxed) != DRIVER_HELPER)
+		return;
+	uint64_t end = now_ns() + HELPER_PASS_SPIN_NS;
+	while (atomic_load_explicit(&eng.driving, memory_order_acquire) == DRIVER_HELPER && now_ns() < end) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	}
 }
 
 int iwabi_engine_wait(int fd, int timeout_ms)
 {
-	uint64_t end = timeout_ms >= 0 ? now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
-	int rc = 0;
-
-	atomic_fetch_add(&eng.n_waiting, 1);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		progress_once();
-		struct pollfd p[3] = {
-			{ .fd = fd, .events = POLLIN },
-			{ .fd = eng.epfd, .events = POLLIN },
-			{ .fd = atomic_load(&eng.cm_fd), .events = POLLIN },
-		};
-		int t = -1;
+		/* What the program's own calls left undone; later arrivals are
+		 * the helper's (it wakes on them), and their completions or
+		 * events make fd readable. */
+		drive(false);
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int t = timeout_ms;
 		if (timeout_ms >= 0) {
-			uint64_t n = now_ns();
-			t = n >= end ? 0 : (int)((end - n + 999999u) / 1000000u);
+			struct timespec n;
+			clock_gettime(CLOCK_MONOTONIC, &n);
+			long el = (n.tv_sec - t0.tv_sec) * 1000 + (n.tv_nsec - t0.tv_nsec) / 1000000;
+			t = el >= timeout_ms ? 0 : timeout_ms - (int)el;
 		}
-		/* The fd first without waiting: progress may just have made it
-		 * readable. */
-		if (poll(p, 1, 0) == 1) {
-			rc = p[0].revents & POLLNVAL ? -EBADF : 0;
-			break;
-		}
-		if (t == 0) {
-			rc = -ETIMEDOUT;
-			break;
-		}
-		int k = poll(p, 3, t);
-		if (k < 0 && errno != EINTR) {
-			rc = -errno;
-			break;
-		}
-		if (k > 0 && (p[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))) {
-			rc = p[0].revents & POLLNVAL ? -EBADF : 0;
-			break;
-		}
+		int k = poll(&p, 1, t);
+		if (k < 0 && errno != EINTR)
+			return -errno;
+		if (k > 0)
+			return p.revents & POLLNVAL ? -EBADF : 0;
+		if (k == 0 && t == 0)
+			return -ETIMEDOUT;
 	}
-	atomic_fetch_sub(&eng.n_waiting, 1);
+}
+
+static bool readable_now(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	return poll(&p, 1, 0) == 1;
+}
+
+/* Sleeps in epoll until the context has work (an arrival, a timer,
+ * deferred work: the context's fd, edge-triggered so that work a
+ * program thread is already handling does not spin us) or a CM event
+ * waits for the pump, and progresses at once. Edge-triggered, a pass
+ * that left work behind (libiwarp bounds the reads per pass for
+ * fairness) would get no new wake-up: the helper looks again, after the
+ * gate is open, so a post of the program never waits for that look. */
+static void *helper_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&eng.stop)) {
+		struct epoll_event ev[4];
+		int k = epoll_wait(eng.hep, ev, 4, -1);
+		if (atomic_load(&eng.stop))
+			break;
+		bool work = false, cm = false;
+		for (int i = 0; i < k; i++) {
+			if (ev[i].data.fd == eng.epfd)
+				work = true;
+			else if (ev[i].data.fd == atomic_load(&eng.cm_fd))
+				cm = true;
+		}
+		if (work)
+			while (drive(true) && !atomic_load(&eng.stop) && readable_now(eng.epfd))
+				;
+		else if (cm)
+			run_pump(); /* a CM event must not wait for a verb */
+	}
+	return NULL;
+}
+
+static int helper_start(void)
+{
+	int rc;
+	eng.stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	eng.hep = epoll_create1(EPOLL_CLOEXEC);
+	if (eng.stop_efd < 0 || eng.hep < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if ((rc = hep_add(eng.stop_efd, EPOLLIN)) < 0 || (rc = hep_add(eng.epfd, EPOLLIN | EPOLLET)) < 0)
+		goto fail;
+	int cm_fd = atomic_load(&eng.cm_fd);
+	if (cm_fd >= 0 && (rc = hep_add(cm_fd, EPOLLIN)) < 0)
+		goto fail;
+	atomic_store(&eng.stop, false);
+	rc = -pthread_create(&eng.helper, NULL, helper_main, NULL);
+	if (rc < 0)
+		goto fail;
+	eng.helper_on = true;
+	return 0;
+fail:
+	if (eng.hep >= 0)
+		close(eng.hep);
+	if (eng.stop_efd >= 0)
+		close(eng.stop_efd);
+	eng.hep = eng.stop_efd = -1;
 	return rc;
 }
 
-/* Progresses only while nobody else does. */
-static void *helper_main(void *arg)
+static void helper_stop(void)
 {
-	uint64_t backoff = IWABI_SPIN_GRACE_US * 1000u;
-	(void)arg;
-	/* Sleeps of tens of microseconds must not become the default 50 us
-	 * slack longer. */
-	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-	while (!atomic_load(&eng.stop)) {
-		struct pollfd p[3] = {
-			{ .fd = eng.stop_efd, .events = POLLIN },
-			{ .fd = eng.epfd, .events = POLLIN },
-			{ .fd = atomic_load(&eng.cm_fd), .events = POLLIN },
-		};
-		int k = poll(p, 3, HELPER_IDLE_MS);
-		if (atomic_load(&eng.stop))
-			break;
-		if (k <= 0)
-			continue;
-		if (p[2].revents & POLLIN)
-			run_pump(); /* cheap; a CM event must not wait for a verb */
-		if (!(p[1].revents & POLLIN))
-			continue;
-		uint64_t idle = now_ns() - atomic_load_explicit(&eng.last_touch_ns, memory_order_relaxed);
-		if (atomic_load(&eng.n_waiting) > 0 || idle < IWABI_SPIN_GRACE_US * 1000u) {
-			struct timespec ts = { 0, (long)backoff };
-			nanosleep(&ts, NULL);
-			backoff = backoff * 2 > HELPER_BACKOFF_MAX_NS ? HELPER_BACKOFF_MAX_NS : backoff * 2;
-			continue;
+	if (eng.helper_on) {
+		uint64_t one = 1;
+		atomic_store(&eng.stop, true);
+		if (write(eng.stop_efd, &one, sizeof(one)) < 0) {
+			/* cannot fail: a non-full eventfd */
 		}
-		backoff = IWABI_SPIN_GRACE_US * 1000u;
-		progress_once();
+		pthread_join(eng.helper, NULL);
+		eng.helper_on = false;
 	}
-	return NULL;
+	if (eng.hep >= 0)
+		close(eng.hep);
+	if (eng.stop_efd >= 0)
+		close(eng.stop_efd);
+	eng.hep = eng.stop_efd = -1;
 }
 
 static int engine_create(void)
@@ -172,40 +263,18 @@ static int engine_create(void)
 	if (rc < 0)
 		return rc;
 	eng.epfd = iw_context_fd(eng.ctx);
-	eng.stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (eng.stop_efd < 0) {
-		rc = -errno;
-		goto fail;
+	rc = helper_start();
+	if (rc < 0) {
+		iw_context_destroy(eng.ctx);
+		eng.ctx = NULL;
+		eng.epfd = -1;
 	}
-	atomic_store(&eng.stop, false);
-	rc = -pthread_create(&eng.helper, NULL, helper_main, NULL);
-	if (rc < 0)
-		goto fail;
-	eng.helper_on = true;
-	return 0;
-fail:
-	if (eng.stop_efd >= 0)
-		close(eng.stop_efd);
-	eng.stop_efd = -1;
-	iw_context_destroy(eng.ctx);
-	eng.ctx = NULL;
 	return rc;
 }
 
 static void engine_destroy(void)
 {
-	if (eng.helper_on) {
-		uint64_t one = 1;
-		atomic_store(&eng.stop, true);
-		if (write(eng.stop_efd, &one, sizeof(one)) < 0) {
-			/* the 100 ms idle poll notices stop anyway */
-		}
-		pthread_join(eng.helper, NULL);
-		eng.helper_on = false;
-	}
-	if (eng.stop_efd >= 0)
-		close(eng.stop_efd);
-	eng.stop_efd = -1;
+	helper_stop();
 	/* Objects the program leaked keep the context alive (-EBUSY): it
 	 * then lives until exit, like a kernel device's. */
 	if (iw_context_destroy(eng.ctx) == 0) {
@@ -220,15 +289,8 @@ int iwabi_engine_get(struct iw_context **ctx)
 	pthread_mutex_lock(&eng.lock);
 	if (eng.refs == 0 && !eng.ctx)
 		rc = engine_create();
-	else if (eng.refs == 0 && !eng.helper_on) {
-		/* A context that outlived its users (leaked objects): reuse it. */
-		eng.stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		atomic_store(&eng.stop, false);
-		if (eng.stop_efd < 0 || pthread_create(&eng.helper, NULL, helper_main, NULL) != 0)
-			rc = -EAGAIN;
-		else
-			eng.helper_on = true;
-	}
+	else if (eng.refs == 0 && !eng.helper_on)
+		rc = helper_start(); /* a context that outlived its users (leaked objects): reuse it */
 	if (rc == 0) {
 		eng.refs++;
 		if (ctx)

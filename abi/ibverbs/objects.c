@@ -257,7 +257,6 @@ int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_
 		errno = EINVAL;
 		return -1;
 	}
-	iwabi_engine_touch();
 	while ((rc = iw_get_cq_event(c->iw, &icq)) == -EAGAIN) {
 		if (iwabi_fd_nonblocking(ch->fd)) {
 			errno = EAGAIN;

@@ -316,7 +316,7 @@ int iwabi_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 	struct iw_send_wr w[POST_BATCH];
 	struct ibv_send_wr *src[POST_BATCH];
 
-	iwabi_engine_touch();
+	iwabi_engine_await_helper();
 	while (wr) {
 		int n = 0, rc = 0;
 		for (; wr && n < POST_BATCH; wr = wr->next, n++) {
@@ -385,7 +385,7 @@ int iwabi_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 int iwabi_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct iwabi_qp *q = iwabi_qp(qp);
-	iwabi_engine_touch();
+	iwabi_engine_await_helper();
 	struct ibv_recv_wr *ibad = NULL;
 	int rc = iw_post_recv(q->iw, (struct iw_recv_wr *)wr, (struct iw_recv_wr **)&ibad);
 	if (rc == -EPIPE && qp_in_error(q)) {
@@ -510,13 +510,14 @@ int iwabi_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct iwabi_cq *cq = (struct iwabi_cq *)ibcq;
 	if (n < 0 || (n && !wc))
 		return -1;
-	iwabi_engine_touch();
 	int k = poll_some(cq, n, wc);
 	if (k == 0 && n > 0) {
 		/* Nothing yet: move the engine (a spinning program is the one
 		 * driving progress), then look again. */
-		iw_progress(iwabi_engine_ctx(), 0);
-		k = poll_some(cq, n, wc);
+		if (iwabi_engine_drive())
+			k = poll_some(cq, n, wc);
+		if (k == 0)
+			iwabi_engine_idle_yield();
 	}
 	if (k < n && __atomic_load_n(&cq->has_flush, __ATOMIC_ACQUIRE)) {
 		/* Behind everything libiwarp completed: it flushed the QP's

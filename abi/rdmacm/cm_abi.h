@@ -19,6 +19,11 @@
 struct cm_ev {
 	struct rdma_cm_event ev; /* first: the program's pointer */
 	struct cm_ev *next;
+	/* The id whose rdma_destroy_id waits for this event's ack once
+	 * rdma_get_cm_event handed it out (counted): ev.id, or the listener
+	 * for a CONNECT_REQUEST, as librdmacm counts them. */
+	struct cm_id *owner;
+	bool counted;
 	uint8_t pdata[IW_CM_PRIVATE_DATA_MAX];
 };
 
@@ -47,6 +52,7 @@ struct cm_id {
 	struct ibv_qp_init_attr ep_attr;
 	bool own_cqs; /* rdma_create_qp made the CQs and channels */
 	struct cm_ev *held; /* rdma_get_request's event, acked at accept/reject/destroy */
+	unsigned events_out; /* handed to the program, not acked yet (cm_lock) */
 };
 
 extern const struct iwabi_bridge *B;
@@ -59,8 +65,9 @@ void cm_chan_free(struct cm_chan *c);
 /* Queue an event (lock held). */
 void cm_queue(struct cm_chan *c, struct cm_ev *e);
 struct cm_ev *cm_ev_new(struct cm_id *id, enum rdma_cm_event_type type, int status);
-/* Next event of channel c; blocks unless its fd is O_NONBLOCK. */
-int cm_get(struct cm_chan *c, struct cm_ev **out);
+/* Next event of channel c; blocks unless its fd is O_NONBLOCK. count:
+ * for the program (rdma_get_cm_event), its ack is then awaited. */
+int cm_get(struct cm_chan *c, struct cm_ev **out, bool count);
 /* Synchronous ids: wait for the next event of id's channel, which must
  * be `want`; 0 or -1 with errno. */
 int cm_sync_wait(struct cm_id *id, enum rdma_cm_event_type want);

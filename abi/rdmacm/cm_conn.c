@@ -58,6 +58,24 @@ static int source_for(const struct sockaddr *dst, struct sockaddr_storage *src)
 
 /* A specific address must be one of ours (the kernel's, or the raw
  * transport's own). */
+/* libiwarp's connections leave the source to the kernel's route (its
+ * connection layer has no bind before connect): an active id bound to
+ * another address, or to a port, cannot be honoured and is refused
+ * rather than connected from elsewhere. */
+static bool bound_is_route_source(const struct sockaddr_storage *bound, const struct sockaddr_storage *route)
+{
+	if (bound->ss_family != route->ss_family)
+		return false;
+	if (bound->ss_family == AF_INET) {
+		const struct sockaddr_in *b = (const struct sockaddr_in *)bound, *r = (const struct sockaddr_in *)route;
+		return b->sin_port == 0 &&
+		       (b->sin_addr.s_addr == htonl(INADDR_ANY) || b->sin_addr.s_addr == r->sin_addr.s_addr);
+	}
+	const struct sockaddr_in6 *b = (const struct sockaddr_in6 *)bound, *r = (const struct sockaddr_in6 *)route;
+	return b->sin6_port == 0 && (IN6_IS_ADDR_UNSPECIFIED(&b->sin6_addr) ||
+				     memcmp(&b->sin6_addr, &r->sin6_addr, sizeof(r->sin6_addr)) == 0);
+}
+
 static int check_local(const struct sockaddr *a)
 {
 	const char *raw = B->raw_ip();
@@ -136,12 +154,9 @@ int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struct socka
 		return rc;
 	memset(&cid->route.addr.dst_storage, 0, sizeof(cid->route.addr.dst_storage));
 	memcpy(&cid->route.addr.dst_storage, dst, sa_len(dst));
-	if (id->bound) {
-		s = id->bound_addr;
-		rc = 0;
-	} else {
-		rc = source_for(dst, &s);
-	}
+	rc = source_for(dst, &s);
+	if (rc == 0 && id->bound && !bound_is_route_source(&id->bound_addr, &s))
+		return fail(EOPNOTSUPP);
 	if (rc == 0) {
 		memcpy(&cid->route.addr.src_storage, &s, sizeof(s));
 		cid->verbs = B->device_context();
@@ -305,7 +320,7 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
 		return fail(EINVAL);
 	for (;;) {
 		struct cm_ev *e;
-		int rc = cm_get(l->chan, &e);
+		int rc = cm_get(l->chan, &e, false);
 		if (rc < 0)
 			return fail(-rc);
 		if (e->ev.event != RDMA_CM_EVENT_CONNECT_REQUEST) {

@@ -12,6 +12,8 @@
 
 const struct iwabi_bridge *B;
 pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
+/* An event was acked: rdma_destroy_id may be waiting for it. */
+static pthread_cond_t cm_acked = PTHREAD_COND_INITIALIZER;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct iw_cm_channel *g_iwch;
@@ -162,6 +164,7 @@ struct cm_ev *cm_ev_new(struct cm_id *id, enum rdma_cm_event_type type, int stat
 	if (!e)
 		return NULL;
 	e->ev.id = &id->id;
+	e->owner = id;
 	e->ev.event = type;
 	e->ev.status = status;
 	return e;
@@ -176,7 +179,7 @@ static void block_forever(void)
 		pause(); /* a cancellation point, like read() */
 }
 
-int cm_get(struct cm_chan *c, struct cm_ev **out)
+int cm_get(struct cm_chan *c, struct cm_ev **out, bool count)
 {
 	pthread_mutex_lock(&cm_lock);
 	c->waiters++;
@@ -190,6 +193,10 @@ int cm_get(struct cm_chan *c, struct cm_ev **out)
 			block_forever();
 		}
 		struct cm_ev *e = cm_pop(c);
+		if (e && count && e->owner) {
+			e->counted = true;
+			e->owner->events_out++;
+		}
 		pthread_mutex_unlock(&cm_lock);
 		if (e) {
 			*out = e;
@@ -212,7 +219,7 @@ int cm_get(struct cm_chan *c, struct cm_ev **out)
 int cm_sync_wait(struct cm_id *id, enum rdma_cm_event_type want)
 {
 	struct cm_ev *e;
-	int rc = cm_get(id->chan, &e);
+	int rc = cm_get(id->chan, &e, false);
 	if (rc < 0) {
 		errno = -rc;
 		return -1;
@@ -307,6 +314,7 @@ static void dispatch(struct iw_cm_event *ie)
 		c->id.port_num = 1;
 		cm_update_addrs(c);
 		e->ev.listen_id = &l->id;
+		e->owner = l;
 		copy_pdata(e, ie);
 		/* iw_cm: the peer's IRD/ORD as the request's depth/resources. */
 		e->ev.param.conn.initiator_depth = (uint8_t)(ie->ird > 255 ? 255 : ie->ird);
@@ -393,7 +401,7 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 		errno = EINVAL;
 		return -1;
 	}
-	int rc = cm_get((struct cm_chan *)channel, &e);
+	int rc = cm_get((struct cm_chan *)channel, &e, true);
 	if (rc < 0) {
 		errno = -rc;
 		return -1;
@@ -404,9 +412,16 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 
 int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
+	struct cm_ev *e = (struct cm_ev *)event;
 	if (!event) {
 		errno = EINVAL;
 		return -1;
+	}
+	if (e->counted) {
+		pthread_mutex_lock(&cm_lock);
+		e->owner->events_out--;
+		pthread_cond_broadcast(&cm_acked);
+		pthread_mutex_unlock(&cm_lock);
 	}
 	free(event);
 	return 0;
@@ -480,6 +495,10 @@ int rdma_destroy_id(struct rdma_cm_id *cid)
 		return -1;
 	}
 	pthread_mutex_lock(&cm_lock);
+	/* As librdmacm: the events the program got for the id must be
+	 * acked first (they point at it). */
+	while (id->events_out)
+		pthread_cond_wait(&cm_acked, &cm_lock);
 	cm_purge(id->chan, id);
 	pthread_mutex_unlock(&cm_lock);
 	B->cm_destroy_id(id->iw);

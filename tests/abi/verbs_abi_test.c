@@ -138,7 +138,8 @@ static void post_recv(struct side *x, struct ibv_qp *qp, uint64_t id, uint32_t o
 		ck_assert_int_eq(ibv_post_recv(qp, &w, &bad), 0);
 }
 
-static void pair_up(struct pair *p, bool srq)
+/* src: rdma_bind_addr the client's id to it first (NULL: no bind). */
+static void pair_up_from(struct pair *p, bool srq, const struct sockaddr_in *src)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	memset(p, 0, sizeof(*p));
@@ -153,6 +154,8 @@ static void pair_up(struct pair *p, bool srq)
 	ck_assert_uint_ne(a.sin_port, 0);
 
 	ck_assert_int_eq(rdma_create_id(p->c.ch, &p->c.id, p, RDMA_PS_TCP), 0);
+	if (src)
+		ck_assert_int_eq(rdma_bind_addr(p->c.id, (struct sockaddr *)src), 0);
 	ck_assert_int_eq(rdma_resolve_addr(p->c.id, NULL, (struct sockaddr *)&a, 2000), 0);
 	rdma_ack_cm_event(expect_event(p->c.ch, RDMA_CM_EVENT_ADDR_RESOLVED));
 	ck_assert_ptr_nonnull(p->c.id->verbs);
@@ -180,6 +183,11 @@ static void pair_up(struct pair *p, bool srq)
 	ck_assert_int_eq(rdma_accept(p->s.id, &cp), 0);
 	rdma_ack_cm_event(expect_event(p->s.ch, RDMA_CM_EVENT_ESTABLISHED));
 	rdma_ack_cm_event(expect_event(p->c.ch, RDMA_CM_EVENT_ESTABLISHED));
+}
+
+static void pair_up(struct pair *p, bool srq)
+{
+	pair_up_from(p, srq, NULL);
 }
 
 static void side_down(struct side *x)
@@ -308,12 +316,18 @@ START_TEST(unsupported)
 	struct ibv_ah_attr aa = { .port_num = 1 };
 	ck_assert_ptr_null(ibv_create_ah(pd, &aa));
 	ck_assert_int_eq(errno, EOPNOTSUPP);
+	errno = 0;
 	ck_assert_ptr_null(ibv_alloc_mw(pd, IBV_MW_TYPE_1));
+	ck_assert_int_eq(errno, EOPNOTSUPP);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	ck_assert_ptr_nonnull(cq);
 	ck_assert_int_eq(ibv_resize_cq(cq, 32), EOPNOTSUPP);
 	ck_assert_ptr_null(ibv_create_cq(ctx, 16, NULL, NULL, 5)); /* no such vector */
 	struct ibv_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .cap = { 4, 4, 1, 1, 0 }, .qp_type = IBV_QPT_UD };
+	ck_assert_ptr_null(ibv_create_qp(pd, &qa));
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	qa.qp_type = IBV_QPT_UC;
+	errno = 0;
 	ck_assert_ptr_null(ibv_create_qp(pd, &qa));
 	ck_assert_int_eq(errno, EOPNOTSUPP);
 	qa.qp_type = IBV_QPT_RC;
@@ -719,25 +733,33 @@ START_TEST(cm_blocking_and_nonblocking)
 }
 END_TEST
 
+/* A listener on sch, a client id on cch (with x's objects and QP) that
+ * connects to it; returns the listener's CONNECT_REQUEST, not acked. */
+static struct rdma_cm_event *request_to_listener(struct rdma_event_channel *sch, struct rdma_event_channel *cch,
+						 struct rdma_cm_id **l, struct rdma_cm_id **c, struct side *x)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	ck_assert_int_eq(rdma_create_id(sch, l, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(*l, (struct sockaddr *)&a), 0);
+	ck_assert_int_eq(rdma_listen(*l, 1), 0);
+	a.sin_port = rdma_get_src_port(*l);
+	ck_assert_int_eq(rdma_create_id(cch, c, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(*c, NULL, (struct sockaddr *)&a, 1000), 0);
+	rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_int_eq(rdma_resolve_route(*c, 1000), 0);
+	rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	side_objects(x, (*c)->verbs, false);
+	side_qp(x, *c, NULL);
+	ck_assert_int_eq(rdma_connect(*c, NULL), 0);
+	return expect_event(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+}
+
 START_TEST(cm_reject_with_private_data)
 {
 	struct rdma_event_channel *sch = rdma_create_event_channel(), *cch = rdma_create_event_channel();
 	struct rdma_cm_id *l, *c;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	ck_assert_int_eq(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_bind_addr(l, (struct sockaddr *)&a), 0);
-	ck_assert_int_eq(rdma_listen(l, 1), 0);
-	a.sin_port = rdma_get_src_port(l);
-	ck_assert_int_eq(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 1000), 0);
-	rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
-	ck_assert_int_eq(rdma_resolve_route(c, 1000), 0);
-	rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	struct side x = { 0 };
-	side_objects(&x, c->verbs, false);
-	side_qp(&x, c, NULL);
-	ck_assert_int_eq(rdma_connect(c, NULL), 0);
-	struct rdma_cm_event *ev = expect_event(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_cm_event *ev = request_to_listener(sch, cch, &l, &c, &x);
 	struct rdma_cm_id *child = ev->id;
 	rdma_ack_cm_event(ev);
 	ck_assert_int_eq(rdma_reject(child, "busy", 5), 0);
@@ -852,6 +874,152 @@ START_TEST(cm_sync_endpoints)
 }
 END_TEST
 
+/* rdma_get_cm_event blocks (no O_NONBLOCK) until an event comes; the
+ * fd works in epoll; rdma_destroy_id waits for the ack of an event the
+ * program holds for the id (librdmacm's rule: the event points at it). */
+struct cm_waiter {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev;
+	int rc;
+	volatile bool done;
+};
+
+static void *wait_cm_event(void *arg)
+{
+	struct cm_waiter *w = arg;
+	w->rc = rdma_get_cm_event(w->ch, &w->ev);
+	w->done = true;
+	return NULL;
+}
+
+struct id_destroyer {
+	struct rdma_cm_id *id;
+	int rc;
+	volatile bool done;
+};
+
+static void *destroy_id_thread(void *arg)
+{
+	struct id_destroyer *d = arg;
+	d->rc = rdma_destroy_id(d->id);
+	d->done = true;
+	return NULL;
+}
+
+START_TEST(cm_blocking_epoll_and_destroy_waits_for_ack)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(ch);
+	int ep = epoll_create1(0);
+	struct epoll_event ee = { .events = EPOLLIN };
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, ch->fd, &ee), 0);
+	ck_assert_int_eq(epoll_wait(ep, &ee, 1, 0), 0);
+
+	struct cm_waiter w = { .ch = ch };
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_cm_event, &w), 0);
+	usleep(100000);
+	ck_assert(!w.done); /* nothing queued: blocked */
+	struct rdma_cm_id *id;
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				 .sin_port = htons(9) };
+	ck_assert_int_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000), 0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(w.rc, 0);
+	ck_assert_int_eq(w.ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ck_assert_ptr_eq(w.ev->id, id);
+
+	struct id_destroyer d = { .id = id };
+	ck_assert_int_eq(pthread_create(&t, NULL, destroy_id_thread, &d), 0);
+	usleep(100000);
+	ck_assert(!d.done); /* the event is not acked yet */
+	ck_assert_int_eq(rdma_ack_cm_event(w.ev), 0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(d.rc, 0);
+
+	/* epoll sees the next event; an acked one does not hold destroy. */
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000), 0);
+	ck_assert_int_eq(epoll_wait(ep, &ee, 1, WAIT_MS), 1);
+	struct rdma_cm_event *ev;
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ck_assert_int_eq(rdma_ack_cm_event(ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, &ee, 1, 0), 0);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	close(ep);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/* A listener's CONNECT_REQUEST counts for the listener: destroying it
+ * waits for that ack (the new id does not). */
+START_TEST(cm_listener_destroy_waits_for_request_ack)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel(), *cch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c;
+	struct side x = { 0 };
+	struct rdma_cm_event *ev = request_to_listener(sch, cch, &l, &c, &x);
+	struct rdma_cm_id *child = ev->id;
+	ck_assert_int_eq(rdma_reject(child, NULL, 0), 0);
+	ck_assert_int_eq(rdma_destroy_id(child), 0); /* not held by the request */
+	struct id_destroyer d = { .id = l };
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, destroy_id_thread, &d), 0);
+	usleep(100000);
+	ck_assert(!d.done);
+	ck_assert_int_eq(rdma_ack_cm_event(ev), 0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(d.rc, 0);
+	rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_REJECTED));
+	x.id = c;
+	side_down(&x);
+	rdma_destroy_event_channel(sch);
+	rdma_destroy_event_channel(cch);
+}
+END_TEST
+
+/* rdma_bind_addr with a specific source address before resolving and
+ * connecting: the connection comes from it, and both ends agree on the
+ * client's address and port. One libiwarp cannot take is refused. */
+START_TEST(cm_bind_source_then_connect)
+{
+	struct pair p;
+	struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	pair_up_from(&p, false, &src);
+	struct sockaddr_in *cl = (struct sockaddr_in *)rdma_get_local_addr(p.c.id);
+	struct sockaddr_in *sp = (struct sockaddr_in *)rdma_get_peer_addr(p.s.id);
+	ck_assert_int_eq(cl->sin_family, AF_INET);
+	ck_assert_uint_eq(ntohl(cl->sin_addr.s_addr), INADDR_LOOPBACK);
+	ck_assert_uint_eq(cl->sin_addr.s_addr, sp->sin_addr.s_addr);
+	ck_assert_uint_ne(cl->sin_port, 0);
+	ck_assert_uint_eq(cl->sin_port, sp->sin_port);
+	ck_assert_uint_eq(rdma_get_src_port(p.c.id), sp->sin_port);
+	pair_down(&p);
+
+	/* A source the route would not take (another loopback address, a
+	 * fixed port): refused, not silently replaced. */
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				   .sin_port = htons(9) };
+	struct sockaddr_in other = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1) };
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(id, (struct sockaddr *)&other), 0);
+	ck_assert_int_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000), -1);
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	src.sin_port = htons(40000);
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(id, (struct sockaddr *)&src, (struct sockaddr *)&dst, 1000), -1);
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert(!readable(ch->fd, 0));
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("verbs_abi");
@@ -869,6 +1037,9 @@ static Suite *suite(void)
 	tcase_add_test(t, cm_reject_with_private_data);
 	tcase_add_test(t, cm_migrate);
 	tcase_add_test(t, cm_sync_endpoints);
+	tcase_add_test(t, cm_blocking_epoll_and_destroy_waits_for_ack);
+	tcase_add_test(t, cm_listener_destroy_waits_for_request_ack);
+	tcase_add_test(t, cm_bind_source_then_connect);
 	suite_add_tcase(s, t);
 	return s;
 }
