@@ -319,7 +319,9 @@ static void tcp_input(struct iwn_net *net, const struct iwn_ip4 *ip, const uint8
 		net->stats.tcp_bad_csum++;
 		return;
 	}
-	if (r) {
+	/* Port 0 is reserved (IANA): no connection uses it, and a reset
+	 * to it would only serve scanners. */
+	if (r || h.sport == 0 || h.dport == 0) {
 		net->stats.tcp_bad++;
 		return;
 	}

@@ -98,6 +98,31 @@ static struct iwn_tcp_conn *handshake(struct iwn_net *net, uint32_t *peer_nxt)
 	return c;
 }
 
+/* Port 0 names no connection: a segment from or to it is dropped, not
+ * answered with a reset (which would carry port 0 on the wire). */
+START_TEST(test_port_zero_dropped)
+{
+	struct iwn_net net;
+	host(&net);
+	uint8_t f[128];
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REQUEST, peer_mac, PEER_IP, OUR_IP), 0);
+	cap.n = 0;
+	struct iwn_tcp_hdr h = {.sport = 0, .dport = 80, .seq = 5, .flags = IWN_TCP_SYN, .win = 100};
+	iwn_net_input(&net, f, tcp_frame(f, &h, 0), 0);
+	h.sport = 1234;
+	h.dport = 0;
+	iwn_net_input(&net, f, tcp_frame(f, &h, 0), 0);
+	ck_assert_int_eq(cap.n, 0);
+	ck_assert_uint_eq(net.stats.tcp_bad, 2);
+	ck_assert_uint_eq(net.stats.tcp_resets_sent, 0);
+	/* Any other closed port still gets its reset. */
+	h.dport = 80;
+	iwn_net_input(&net, f, tcp_frame(f, &h, 0), 0);
+	ck_assert_int_eq(cap.n, 1);
+	iwn_net_fini(&net);
+}
+END_TEST
+
 /* An abort while out-of-order data waits: the RST|ACK carries no SACK
  * blocks (nor timestamps). */
 START_TEST(test_rst_without_sack)
@@ -126,6 +151,7 @@ int main(void)
 {
 	Suite *s = suite_create("net_hostile");
 	TCase *t = tcase_create("regressions");
+	tcase_add_test(t, test_port_zero_dropped);
 	tcase_add_test(t, test_rst_without_sack);
 	suite_add_tcase(s, t);
 	return iwt_run_suite(s);
