@@ -375,6 +375,14 @@ static void arp_input(struct iwn_net *net, const uint8_t *p, uint32_t len, uint6
 		net->stats.rx_bad++;
 		return;
 	}
+	/* A sender hardware address that is zero or a group address names
+	 * no station: learning it would send our frames nowhere, and
+	 * answering it would put it on the wire as a destination. */
+	static const uint8_t zero[IWN_ETH_ALEN];
+	if ((a.sha[0] & 1) || memcmp(a.sha, zero, IWN_ETH_ALEN) == 0) {
+		net->stats.rx_bad++;
+		return;
+	}
 	net->stats.arp_in++;
 	if (a.spa == 0) /* probe (RFC 5227): nothing to learn */
 		goto reply;

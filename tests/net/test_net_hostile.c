@@ -147,12 +147,37 @@ START_TEST(test_rst_without_sack)
 }
 END_TEST
 
+/* ARP from a zero or group sender hardware address: nothing learned or
+ * refreshed, no reply sent to it. */
+START_TEST(test_arp_bad_sender_mac)
+{
+	struct iwn_net net;
+	host(&net);
+	uint8_t f[60];
+	static const uint8_t zero[6];
+	static const uint8_t group[6] = {0x01, 0x00, 0x5e, 0, 0, 1};
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REQUEST, zero, PEER_IP, OUR_IP), 0);
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REQUEST, group, PEER_IP, OUR_IP), 0);
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REQUEST, iwn_eth_broadcast, PEER_IP, OUR_IP), 0);
+	ck_assert_int_eq(cap.n, 0);
+	ck_assert_ptr_null(iwn_arp_lookup(&net.arp, PEER_IP, 0));
+	ck_assert_uint_eq(net.stats.rx_bad, 3);
+	/* A learned entry is not overwritten by one either. */
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REQUEST, peer_mac, PEER_IP, OUR_IP), 0);
+	ck_assert_int_eq(cap.n, 1);
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REPLY, zero, PEER_IP, OUR_IP), 1);
+	ck_assert_mem_eq(iwn_arp_lookup(&net.arp, PEER_IP, 1), peer_mac, 6);
+	iwn_net_fini(&net);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("net_hostile");
 	TCase *t = tcase_create("regressions");
 	tcase_add_test(t, test_port_zero_dropped);
 	tcase_add_test(t, test_rst_without_sack);
+	tcase_add_test(t, test_arp_bad_sender_mac);
 	suite_add_tcase(s, t);
 	return iwt_run_suite(s);
 }
