@@ -124,8 +124,12 @@ static void ip_output(struct iwn_net *net, uint8_t *frame, uint32_t len, uint32_
 
 static void tcp_out(void *arg, struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, uint8_t *seg, uint32_t len)
 {
-	(void)c;
 	struct iwn_net *net = arg;
+	/* Application calls (send, close, abort, recv) reach the connection
+	 * without passing through the host: take their time, or ARP would
+	 * resolve and queue with the time of the last frame or timer. */
+	if (c && c->out_now > net->now)
+		net->now = c->out_now;
 	uint8_t *ip = seg - 20;
 	iwn_ip4_build(ip, laddr, raddr, IWN_IPPROTO_TCP, net->ip_id++, 64, (uint16_t)len);
 	ip_output(net, ip - IWN_ETH_HLEN, IWN_ETH_HLEN + 20 + len, raddr, net->now);

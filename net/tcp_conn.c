@@ -207,6 +207,7 @@ static void send_seg(struct iwn_tcp_conn *c, uint64_t now, uint32_t seq, uint8_t
 	}
 	c->stats.segs_out++;
 	c->stats.bytes_out += len;
+	c->out_now = now;
 	c->out(c->out_arg, c, c->laddr, c->raddr, seg, (uint32_t)(hlen + len));
 }
 

@@ -171,6 +171,26 @@ START_TEST(test_arp_bad_sender_mac)
 }
 END_TEST
 
+/* Application calls pass their time to the host: a segment sent by
+ * iwn_tcp_send long after the last frame or timer finds the ARP entry
+ * expired and queues a request with that time, not the old one. */
+START_TEST(test_app_call_time_reaches_arp)
+{
+	struct iwn_net net;
+	host(&net);
+	uint32_t nxt;
+	struct iwn_tcp_conn *c = handshake(&net, &nxt);
+	uint64_t later = 10 + net.cfg.arp_reachable_us + 5000000; /* the entry has expired */
+	cap.n = 0;
+	ck_assert_int_eq(iwn_tcp_send(c, "hello", 5, later), 5);
+	ck_assert_int_eq(cap.n, 1); /* an ARP request, the segment waits */
+	ck_assert_uint_eq(cap.f[0][12], 0x08);
+	ck_assert_uint_eq(cap.f[0][13], 0x06);
+	ck_assert_uint_eq(iwn_arp_next_deadline(&net.arp), later + net.cfg.arp_retry_us);
+	iwn_net_fini(&net);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("net_hostile");
@@ -178,6 +198,7 @@ int main(void)
 	tcase_add_test(t, test_port_zero_dropped);
 	tcase_add_test(t, test_rst_without_sack);
 	tcase_add_test(t, test_arp_bad_sender_mac);
+	tcase_add_test(t, test_app_call_time_reaches_arp);
 	suite_add_tcase(s, t);
 	return iwt_run_suite(s);
 }
