@@ -460,8 +460,13 @@ static void op_seg(struct nf_in *in)
 	static uint8_t buf[1600];
 	bool syn = flags & 0x02;
 	bool honest = !(misc & 0x08) && tm && tm->p_iss_known;
-	if (honest)
-		nf_fill(KEY_P, s.seq + (syn ? 1 : 0) - (tm->p_iss + 1), buf, dlen);
+	if (honest) {
+		/* Offsets modulo 2^32, as mark_sent counts them: a segment may
+		 * start before the stream does. */
+		uint32_t off = s.seq + (syn ? 1 : 0) - (tm->p_iss + 1);
+		for (uint32_t k = 0; k < dlen; k++)
+			buf[k] = nf_pat(KEY_P, (uint32_t)(off + k));
+	}
 	else
 		nf_bytes(in, buf, dlen);
 	s.data = buf;
