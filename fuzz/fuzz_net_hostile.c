@@ -20,7 +20,9 @@
  *    the right edge the host announced; the peer's ISN never changes;
  *  - the next deadline is neither in the past nor absurdly far, and after
  *    timers ran none is due;
- *  - live connections <= max_conns; the ARP table within its slots. */
+ *  - live connections <= max_conns; the ARP table within its slots.
+ *
+ * NF_TRACE=1 in the environment prints each operation as it runs. */
 #include <errno.h>
 #include <stdbool.h>
 
@@ -101,7 +103,6 @@ struct harness {
 	struct model m[2]; /* 0: the accepted connection, 1: an active open */
 	struct iwn_tcp_conn *extra[N_EXTRA];
 	uint32_t last_syn_seq; /* the latest SYN the host sent, any connection */
-	bool in_timers;
 };
 
 static struct harness H;
@@ -595,7 +596,7 @@ static void op_raw(struct nf_in *in, bool wrap)
 
 /* ---- time ---- */
 
-/* For NF_TRACE runs: every timer the harness can see. */
+/* When a timer check fails: every timer the harness can see. */
 static void dump_timers(void)
 {
 	const struct iwn_arp_cache *a = &H.net.arp;
@@ -677,17 +678,12 @@ static void app_recv(struct model *m, uint32_t n)
 	m->read += k;
 }
 
-static void forget(struct model *m)
-{
-	m->c = NULL;
-}
-
 static void release(struct model *m)
 {
 	if (!m->c)
 		return;
 	iwn_net_release(&H.net, m->c, H.now);
-	forget(m);
+	m->c = NULL;
 }
 
 static void op_connect(struct nf_in *in)

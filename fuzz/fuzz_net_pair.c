@@ -1,9 +1,9 @@
 /* Fuzz two honest net/ hosts joined by a link the input controls: it
  * delivers, drops, duplicates, reorders and delays frames, flips a bit in
- * one (the checksums must catch it; an ARP body has none and may teach a
- * wrong address for a while), steps the clock and drives both
- * applications. Then the link turns honest (FIFO, fixed delay) and both
- * applications send the rest, close, and read to the end.
+ * one (where a checksum covers it or in the Ethernet header: an ARP body
+ * has none, see OP_FLIP), steps the clock and drives both applications.
+ * Then the link turns honest (FIFO, fixed delay) and both applications
+ * send the rest, close, and read to the end.
  *
  * Input: byte 0 configures the hosts (CFG_* below), bytes 1-2 how much
  * each side sends (in 512-byte units); then operations (enum op), each an
@@ -347,8 +347,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case OP_FLIP: {
 			uint16_t bit = nf_u16(&in);
 			if (W.nq && !W.q[i].flipped) {
-				W.q[i].data[(bit / 8) % W.q[i].len] ^= (uint8_t)(1u << (bit % 8));
-				W.q[i].flipped = true;
+				struct qframe *q = &W.q[i];
+				uint32_t at = (bit / 8u) % q->len;
+				/* An ARP body has no checksum: a flip there is
+				 * corruption nothing can detect (it may teach a wrong
+				 * address for a whole ARP lifetime, longer than a SYN
+				 * is retried). Move it into the Ethernet header, where
+				 * it costs the frame at most. */
+				if (q->len >= 42 && q->data[12] == 0x08 && q->data[13] == 0x06 && at >= 14 && at < 42)
+					at %= 14;
+				q->data[at] ^= (uint8_t)(1u << (bit % 8));
+				q->flipped = true;
 			}
 			break;
 		}
