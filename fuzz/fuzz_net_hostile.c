@@ -52,7 +52,7 @@ static const uint8_t P_MAC[6] = {0x02, 0, 0, 0, 0, 0x02};
 #define CFG_SACK 0x02
 #define CFG_WS 0x04
 #define CFG_RCVBUF_SHIFT 3 /* 2 bits: 4, 16, 64, 256 KiB */
-#define CFG_NO_DELACK 0x20
+#define CFG_NO_DELACK 0x20 /* and keepalive + user timeout on */
 #define CFG_SMALL_SNDBUF 0x40
 #define CFG_SMALL_MTU 0x80
 
@@ -811,8 +811,13 @@ static void setup(uint8_t cfgbyte)
 		cfg->isn_key[k] = (uint8_t)(k * 7 + 1);
 	cfg->tcp.rcvbuf = 4096u << (2 * (cfgbyte >> CFG_RCVBUF_SHIFT & 3));
 	cfg->tcp.sndbuf = cfgbyte & CFG_SMALL_SNDBUF ? 4096 : 65536;
-	if (cfgbyte & CFG_NO_DELACK)
+	if (cfgbyte & CFG_NO_DELACK) {
+		/* And dead-peer detection on, so its timers are fuzzed too. */
 		cfg->tcp.delack_us = 0;
+		cfg->tcp.keepalive_us = 20000000;
+		cfg->tcp.keepalive_probes = 3;
+		cfg->tcp.user_timeout_us = 90000000;
+	}
 	cfg->tx = host_tx;
 	FUZZ_CHECK(iwn_net_init(&H.net, cfg) == 0);
 	FUZZ_CHECK(iwn_net_listen(&H.net, LPORT, 4) == 0);
