@@ -168,6 +168,11 @@ int main(int argc, char **argv)
 	       "; connections left %u\n",
 	       s.served, s.echoed, st->rx_frames, st->rx_bad, st->tcp_bad, st->tcp_bad_csum, st->tcp_resets_sent,
 	       st->tcp_syn_dropped, iwn_net_conn_count(&s.d->net));
+	struct iw_pktio_stats ps;
+	iw_pktio_get_stats(s.d->pio, &ps);
+	printf("rawecho: pktio rx %" PRIu64 " tx %" PRIu64 " kernel-drops %" PRIu64 " ring-full %" PRIu64
+	       " truncated %" PRIu64 "; dev tx dropped %" PRIu64 "\n",
+	       ps.rx_frames, ps.tx_frames, ps.rx_kernel_drops, ps.tx_ring_full, ps.rx_truncated, s.d->st.tx_dropped);
 	for (int i = 0; i < MAX_CLIENTS; i++) {
 		if (s.cl[i].c)
 			iwn_net_release(&s.d->net, s.cl[i].c, iw_rawdev_now_us());
