@@ -124,8 +124,12 @@ static void ip_output(struct iwn_net *net, uint8_t *frame, uint32_t len, uint32_
 
 static void tcp_out(void *arg, struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, uint8_t *seg, uint32_t len)
 {
-	(void)c;
 	struct iwn_net *net = arg;
+	/* Application calls (send, close, abort, recv) reach the connection
+	 * without passing through the host: take their time, or ARP would
+	 * resolve and queue with the time of the last frame or timer. */
+	if (c && c->out_now > net->now)
+		net->now = c->out_now;
 	uint8_t *ip = seg - 20;
 	iwn_ip4_build(ip, laddr, raddr, IWN_IPPROTO_TCP, net->ip_id++, 64, (uint16_t)len);
 	ip_output(net, ip - IWN_ETH_HLEN, IWN_ETH_HLEN + 20 + len, raddr, net->now);
@@ -319,7 +323,9 @@ static void tcp_input(struct iwn_net *net, const struct iwn_ip4 *ip, const uint8
 		net->stats.tcp_bad_csum++;
 		return;
 	}
-	if (r) {
+	/* Port 0 is reserved (IANA): no connection uses it, and a reset
+	 * to it would only serve scanners. */
+	if (r || h.sport == 0 || h.dport == 0) {
 		net->stats.tcp_bad++;
 		return;
 	}
@@ -370,6 +376,14 @@ static void arp_input(struct iwn_net *net, const uint8_t *p, uint32_t len, uint6
 {
 	struct iwn_arp_pkt a;
 	if (iwn_arp_parse(p, len, &a)) {
+		net->stats.rx_bad++;
+		return;
+	}
+	/* A sender hardware address that is zero or a group address names
+	 * no station: learning it would send our frames nowhere, and
+	 * answering it would put it on the wire as a destination. */
+	static const uint8_t zero[IWN_ETH_ALEN];
+	if ((a.sha[0] & 1) || memcmp(a.sha, zero, IWN_ETH_ALEN) == 0) {
 		net->stats.rx_bad++;
 		return;
 	}

@@ -137,6 +137,7 @@ struct iwn_tcp_conn {
 	uint32_t headroom;
 	iwn_tcp_out_fn out;
 	void *out_arg;
+	uint64_t out_now;    /* time of the call sending the segment, for out */
 	iwn_tcp_ooo_fn ooo;
 	void *ooo_arg;
 	const uint8_t *isn_key;

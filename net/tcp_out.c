@@ -77,7 +77,9 @@ void iwn_tcp_send_seg(struct iwn_tcp_conn *c, uint64_t now, uint32_t seq, uint8_
 		h.opt.tsval = iwn_tcp_ts_now(c, now);
 		h.opt.tsecr = (flags & IWN_TCP_ACK) ? c->ts_recent : 0;
 	}
-	if (!syn && (flags & IWN_TCP_ACK) && c->sack_on && c->rb.n_ooo)
+	/* A reset carries no options beyond what identifies it (as with
+	 * timestamps above): SACK blocks on an abort's RST|ACK are noise. */
+	if (!syn && (flags & IWN_TCP_ACK) && !(flags & IWN_TCP_RST) && c->sack_on && c->rb.n_ooo)
 		sack_blocks(c, &h.opt, len);
 	h.win = (flags & IWN_TCP_RST) ? 0 : window_field(c, syn);
 	size_t hlen = iwn_tcp_build(seg, &h);
@@ -95,6 +97,7 @@ void iwn_tcp_send_seg(struct iwn_tcp_conn *c, uint64_t now, uint32_t seq, uint8_
 	}
 	c->stats.segs_out++;
 	c->stats.bytes_out += len;
+	c->out_now = now;
 	c->out(c->out_arg, c, c->laddr, c->raddr, seg, (uint32_t)(hlen + len));
 }
 
