@@ -142,6 +142,7 @@ fi
 # its pid in $PEER_PID.
 start_peer() {
 	local i
+	rm -f "$TMP/peer.out" # else the loop below may read the last peer's port
 	timeout -k 5 60 "$TT_PEER" "$@" >"$TMP/peer.out" 2>&1 &
 	PEER_PID=$!
 	for i in $(seq 1 200); do grep -q '^port ' "$TMP/peer.out" && break; sleep 0.05; done
@@ -183,6 +184,7 @@ timeout_stopped() { # NAME PATTERN SERVER-CMD... -- CLIENT-CMD...
 	ccmd=("$@")
 	if ! start_server "$TMP/ss.log" "${scmd[@]}"; then bad "$name: server start"; return; fi
 	for i in "${!ccmd[@]}"; do [ "${ccmd[$i]}" = "@PORT@" ] && ccmd[$i]=$PORT; done
+	rm -f "$TMP/to.out" "$TMP/to.err" # the wait below must not see the last run's output
 	timeout -k 5 60 "${ccmd[@]}" >"$TMP/to.out" 2>"$TMP/to.err" &
 	local cpid=$!
 	for i in $(seq 1 100); do [ -s "$TMP/to.out" ] && break; sleep 0.1; done
