@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/iw_bytes.h"
+
 static volatile sig_atomic_t stop;
 
 static void on_term(int sig)
@@ -69,18 +71,6 @@ static uint16_t csum(uint32_t sum, const uint8_t *p, size_t n)
 	while (sum >> 16)
 		sum = (sum & 0xFFFF) + (sum >> 16);
 	return (uint16_t)~sum;
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
 }
 
 static int syn_flood(char **av)
@@ -130,24 +120,24 @@ static int syn_flood(char **av)
 		uint8_t *ip = f + 14, *tcp = ip + 20;
 		memset(ip, 0, 60);
 		ip[0] = 0x45;
-		put16(ip + 2, 20 + 40);
-		put16(ip + 4, (uint16_t)rnd());
+		iw_put_be16(ip + 2, 20 + 40);
+		iw_put_be16(ip + 4, (uint16_t)rnd());
 		ip[8] = 64;
 		ip[9] = 6;
-		put32(ip + 12, src);
+		iw_put_be32(ip + 12, src);
 		memcpy(ip + 16, &dst, 4);
-		put16(ip + 10, csum(0, ip, 20));
-		put16(tcp, (uint16_t)(1024 + rnd() % 60000));
-		put16(tcp + 2, port);
-		put32(tcp + 4, rnd() << 16 ^ rnd());
+		iw_put_be16(ip + 10, csum(0, ip, 20));
+		iw_put_be16(tcp, (uint16_t)(1024 + rnd() % 60000));
+		iw_put_be16(tcp + 2, port);
+		iw_put_be32(tcp + 4, rnd() << 16 ^ rnd());
 		tcp[12] = 10 << 4; /* 40 bytes: MSS, SACK-permitted, timestamps, window scale */
 		tcp[13] = 0x02;
-		put16(tcp + 14, 64240);
+		iw_put_be16(tcp + 14, 64240);
 		const uint8_t opts[20] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7};
 		memcpy(tcp + 20, opts, 20);
 		uint32_t ps = (src >> 16) + (src & 0xFFFF) + ((uint32_t)ip[16] << 8 | ip[17]) +
 			      ((uint32_t)ip[18] << 8 | ip[19]) + 6 + 40;
-		put16(tcp + 16, csum(ps, tcp, 40));
+		iw_put_be16(tcp + 16, csum(ps, tcp, 40));
 		if (sendto(fd, f, sizeof(f), 0, (struct sockaddr *)&sll, sizeof(sll)) < 0 && errno != ENOBUFS) {
 			perror("sendto");
 			return 2;
@@ -212,7 +202,7 @@ static int conn_flood(enum mode m, char **av)
 	memcpy(req, "MPA ID Req Frame", 16);
 	req[16] = 0x40; /* CRC wanted */
 	req[17] = 1;    /* revision 1 */
-	put16(req + 18, 512);
+	iw_put_be16(req + 18, 512);
 	memset(req + 20, 'p', 512);
 	struct slot *s = calloc((size_t)n, sizeof(*s));
 	struct pollfd *pf = calloc((size_t)n, sizeof(*pf));
