@@ -86,19 +86,24 @@ static void clear(struct iwn_arp_cache *c, struct iwn_arp_entry *e)
 	e->state = IWN_ARP_FREE;
 }
 
-/* A free slot, else the least recently used one (resolved entries are
- * preferred victims: losing a pending frame costs a retransmission). */
-static struct iwn_arp_entry *alloc_entry(struct iwn_arp_cache *c)
+/* A free slot, else the oldest entry not in use, else (only when for a
+ * learned neighbour, not for an address still resolving) the least
+ * recently used one; NULL when none may go. */
+static struct iwn_arp_entry *alloc_entry(struct iwn_arp_cache *c, bool resolving)
 {
-	struct iwn_arp_entry *victim = NULL;
+	struct iwn_arp_entry *idle = NULL, *lru = NULL;
 	for (uint32_t i = 0; i < c->n; i++) {
 		struct iwn_arp_entry *e = &c->e[i];
 		if (e->state == IWN_ARP_FREE)
 			return e;
-		if (!victim || (e->state == IWN_ARP_REACHABLE && victim->state != IWN_ARP_REACHABLE) ||
-		    (e->state == victim->state && e->used < victim->used))
-			victim = e;
+		if (!e->in_use && (!idle || e->used < idle->used))
+			idle = e;
+		if (!lru || e->used < lru->used)
+			lru = e;
 	}
+	struct iwn_arp_entry *victim = idle ? idle : resolving ? NULL : lru;
+	if (!victim)
+		return NULL;
 	c->stats.evicted++;
 	clear(c, victim);
 	return victim;
@@ -110,6 +115,7 @@ const uint8_t *iwn_arp_lookup(struct iwn_arp_cache *c, uint32_t ip, uint64_t now
 	if (!e || e->state != IWN_ARP_REACHABLE || now >= e->deadline)
 		return NULL;
 	e->used = now;
+	e->in_use = true;
 	return e->mac;
 }
 
@@ -122,9 +128,10 @@ void iwn_arp_learn(struct iwn_arp_cache *c, uint32_t ip, const uint8_t mac[IWN_E
 	if (!e) {
 		if (!create)
 			return;
-		e = alloc_entry(c);
+		e = alloc_entry(c, false);
 		e->ip = ip;
 		e->pending_len = 0;
+		e->in_use = false;
 	}
 	memcpy(e->mac, mac, IWN_ETH_ALEN);
 	e->state = IWN_ARP_REACHABLE;
@@ -136,6 +143,7 @@ void iwn_arp_learn(struct iwn_arp_cache *c, uint32_t ip, const uint8_t mac[IWN_E
 	e->tries = 0;
 	c->stats.learned++;
 	if (e->pending_len) {
+		e->in_use = true; /* we were waiting to send to it */
 		*frame = e->pending;
 		*len = e->pending_len;
 		e->pending_len = 0;
@@ -150,8 +158,14 @@ int iwn_arp_enqueue(struct iwn_arp_cache *c, uint32_t ip, const uint8_t *frame, 
 	struct iwn_arp_entry *e = find(c, ip);
 	if (!e || e->state != IWN_ARP_INCOMPLETE) {
 		/* A stale reachable entry is re-resolved in place. */
-		if (!e)
-			e = alloc_entry(c);
+		if (!e) {
+			e = alloc_entry(c, true);
+			if (!e) {
+				c->stats.no_room++;
+				return -ENOBUFS;
+			}
+			e->in_use = false;
+		}
 		e->ip = ip;
 		e->state = IWN_ARP_INCOMPLETE;
 		e->pending_len = 0;

@@ -1,6 +1,11 @@
 /* ARP for IPv4 over Ethernet (RFC 826): the packet codec and a fixed-size
  * neighbour cache with timeouts that holds one frame per unresolved
- * destination. No I/O: the owner sends what the calls ask for. */
+ * destination. No I/O: the owner sends what the calls ask for.
+ * Eviction when full: entries never used to send (incomplete ones, or
+ * learned from a request nobody answered) go first, oldest first; a
+ * neighbour in use goes only for another learned neighbour (LRU), never
+ * for an address still resolving. So spoofed sources on the link churn
+ * among themselves and cannot push out peers we talk to. */
 #ifndef IWN_ARP_H
 #define IWN_ARP_H
 
@@ -52,12 +57,14 @@ struct iwn_arp_entry {
 	uint64_t used;       /* last use, for eviction */
 	uint64_t learned;    /* when it was (re)confirmed */
 	uint64_t refresh_at; /* reachable and in use: ask again from here on */
+	bool in_use;         /* looked up to send since it was created */
 	uint8_t *pending;    /* one queued frame (pending_cap bytes) */
 	uint32_t pending_len; /* 0: none */
 };
 
 struct iwn_arp_stats {
 	uint64_t requests_sent, replies_sent, learned, resolve_failed, pending_dropped, evicted, refreshes;
+	uint64_t no_room; /* frames for a new address dropped: every entry was in use */
 };
 
 struct iwn_arp_cache {
@@ -87,7 +94,9 @@ void iwn_arp_learn(struct iwn_arp_cache *c, uint32_t ip, const uint8_t mac[IWN_E
 /* Queue a frame for an unresolved ip, replacing any older one (counted as
  * dropped). Returns 1 when the caller should send a request now (new
  * entry), 0 when one is already outstanding, -EMSGSIZE when the frame is
- * larger than a slot. */
+ * larger than a slot, -ENOBUFS when every entry is a neighbour in use
+ * (the frame is dropped: unresolved, maybe spoofed, addresses never
+ * push out neighbours we talk to). */
 int iwn_arp_enqueue(struct iwn_arp_cache *c, uint32_t ip, const uint8_t *frame, uint32_t len, uint64_t now);
 /* Earliest deadline of any entry, UINT64_MAX when none. */
 uint64_t iwn_arp_next_deadline(const struct iwn_arp_cache *c);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ipv4.h"
+#include "tcp_cookie.h"
 #include "tcp_seg.h"
 
 struct iwn_net_sock {
@@ -23,6 +24,10 @@ void iwn_net_cfg_default(struct iwn_net_cfg *cfg)
 	cfg->arp_reachable_us = 60000000;
 	cfg->arp_retry_us = 1000000;
 	cfg->arp_tries = 3;
+	cfg->rst_rate = 1000;
+	cfg->rst_burst = 50;
+	cfg->icmp_rate = 1000;
+	cfg->icmp_burst = 50;
 }
 
 int iwn_net_init(struct iwn_net *net, const struct iwn_net_cfg *cfg)
@@ -43,6 +48,8 @@ int iwn_net_init(struct iwn_net *net, const struct iwn_net_cfg *cfg)
 	if (r)
 		goto fail;
 	net->next_port = 49152;
+	iwn_bucket_init(&net->rst_bucket, cfg->rst_rate, cfg->rst_burst, 0);
+	iwn_bucket_init(&net->icmp_bucket, cfg->icmp_rate, cfg->icmp_burst, 0);
 	return 0;
 fail:
 	free(net->frame);
@@ -314,6 +321,107 @@ uint32_t iwn_net_conn_count(const struct iwn_net *net)
 
 /* ---- input ---- */
 
+static int listener(const struct iwn_net *net, uint16_t port)
+{
+	for (int li = 0; li < IWN_NET_MAX_LISTEN; li++)
+		if (net->listen[li].on && net->listen[li].port == port)
+			return li;
+	return -1;
+}
+
+/* A listener's connections not yet accepted: half-open (SYN-RECEIVED)
+ * and established; and the free slots of the table. */
+struct queue_use {
+	uint32_t half_open, ready, free;
+};
+
+static struct queue_use queue_use(const struct iwn_net *net, uint16_t port)
+{
+	struct queue_use q = {0, 0, 0};
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+		const struct iwn_net_sock *s = net->socks[i];
+		if (!s)
+			q.free++;
+		else if (!s->accepted && s->c.lport == port && s->c.state == IWN_TCP_SYN_RCVD)
+			q.half_open++;
+		else if (!s->accepted && s->c.lport == port && s->c.state != IWN_TCP_CLOSED)
+			q.ready++;
+	}
+	return q;
+}
+
+/* A SYN for listener li: a connection in SYN-RECEIVED while the
+ * half-open queue and the table have room, else a cookie SYN-ACK that
+ * leaves nothing behind (RFC 4987 sec. 3.6), so spoofed SYNs cannot lock
+ * legitimate ones out. Only a full accept queue drops the SYN. */
+static void syn_input(struct iwn_net *net, int li, const struct iwn_ip4 *ip, const struct iwn_tcp_hdr *h,
+		      uint64_t now)
+{
+	struct queue_use q = queue_use(net, h->dport);
+	uint32_t i;
+	if (q.ready >= net->listen[li].backlog) {
+		net->stats.tcp_syn_dropped++;
+		return;
+	}
+	if (q.half_open < net->listen[li].backlog && q.free > net->cfg.max_conns / 8 && new_sock(net, &i) == 0) {
+		iwn_tcp_accept_syn(&net->socks[i]->c, net->cfg.ip, ip->src, h, now);
+		return;
+	}
+	uint32_t cookie = iwn_syn_cookie(net->cfg.isn_key, net->cfg.ip, h->dport, ip->src, h->sport, h->seq,
+					 h->opt.has_mss ? h->opt.mss : 0, now);
+	iwn_tcp_send_cookie_synack(net->frame, IWN_NET_HEADROOM, tcp_out, net, &net->cfg.tcp, net->cfg.isn_key,
+				   net->cfg.ip, ip->src, h, cookie, now);
+	net->listen[li].cookie_at = now;
+	net->listen[li].cookies = true;
+	net->stats.tcp_cookies_sent++;
+}
+
+/* A bare ACK for listener li that matched no connection: the third step
+ * of a handshake answered with a cookie? Checked only while cookies were
+ * sent in the last two counter steps (as Linux does), so guessing needs a
+ * flood in progress. 0: taken (a connection, or dropped for lack of
+ * room); else the cookie was bad and the caller resets. */
+static int cookie_ack_input(struct iwn_net *net, int li, const struct iwn_ip4 *ip, const struct iwn_tcp_hdr *h,
+			    uint64_t now)
+{
+	if (!net->listen[li].cookies || now - net->listen[li].cookie_at > (2ull << IWN_COOKIE_PERIOD_SHIFT))
+		return -EINVAL;
+	struct iwn_tcp_hdr syn;
+	memset(&syn, 0, sizeof(syn));
+	syn.sport = h->sport;
+	syn.dport = h->dport;
+	syn.seq = h->seq - 1;
+	syn.flags = IWN_TCP_SYN;
+	syn.win = h->win;
+	syn.opt.has_mss = true;
+	int r = iwn_syn_cookie_check(net->cfg.isn_key, net->cfg.ip, h->dport, ip->src, h->sport, syn.seq, h->ack - 1,
+				     now, &syn.opt.mss);
+	if (!r && h->opt.has_ts && net->cfg.tcp.timestamps) {
+		uint32_t ts_now = iwn_syn_cookie_ts_clock(net->cfg.isn_key, net->cfg.ip, h->dport, ip->src, h->sport, now);
+		if (iwn_syn_cookie_ts_decode(h->opt.tsecr, ts_now, &syn.opt)) {
+			syn.opt.has_ts = true;
+			syn.opt.tsval = h->opt.tsval;
+		} else {
+			r = -EINVAL;
+		}
+	}
+	if (r) {
+		net->stats.tcp_cookies_bad++;
+		return r;
+	}
+	struct queue_use q = queue_use(net, h->dport);
+	uint32_t i;
+	if (q.ready >= net->listen[li].backlog || new_sock(net, &i)) {
+		net->stats.tcp_cookies_dropped++; /* the peer retransmits */
+		return 0;
+	}
+	struct iwn_tcp_conn *c = &net->socks[i]->c;
+	iwn_tcp_accept_cookie(c, net->cfg.ip, ip->src, &syn, h->ack - 1);
+	iwn_tcp_input(c, h, now);
+	net->stats.tcp_cookies_ok++;
+	return 0;
+}
+
 static void tcp_input(struct iwn_net *net, const struct iwn_ip4 *ip, const uint8_t *seg, uint32_t len,
 		      uint64_t now)
 {
@@ -334,25 +442,21 @@ static void tcp_input(struct iwn_net *net, const struct iwn_ip4 *ip, const uint8
 		iwn_tcp_input(c, &h, now);
 		return;
 	}
-	if ((h.flags & (IWN_TCP_SYN | IWN_TCP_ACK | IWN_TCP_RST)) == IWN_TCP_SYN) {
-		for (int li = 0; li < IWN_NET_MAX_LISTEN; li++) {
-			if (!net->listen[li].on || net->listen[li].port != h.dport)
-				continue;
-			uint32_t pending = 0;
-			for (uint32_t i = 0; i < net->cfg.max_conns; i++)
-				if (net->socks[i] && !net->socks[i]->accepted && net->socks[i]->c.lport == h.dport)
-					pending++;
-			uint32_t i;
-			if (pending >= net->listen[li].backlog || new_sock(net, &i)) {
-				net->stats.tcp_syn_dropped++;
-				return;
-			}
-			iwn_tcp_accept_syn(&net->socks[i]->c, net->cfg.ip, ip->src, &h, now);
-			return;
-		}
+	int li = listener(net, h.dport);
+	uint8_t kind = h.flags & (IWN_TCP_SYN | IWN_TCP_ACK | IWN_TCP_RST);
+	if (li >= 0 && kind == IWN_TCP_SYN) {
+		syn_input(net, li, ip, &h, now);
+		return;
 	}
-	if (!(h.flags & IWN_TCP_RST))
-		net->stats.tcp_resets_sent++;
+	if (li >= 0 && kind == IWN_TCP_ACK && cookie_ack_input(net, li, ip, &h, now) == 0)
+		return;
+	if (h.flags & IWN_TCP_RST)
+		return;
+	if (!iwn_bucket_take(&net->rst_bucket, now)) {
+		net->stats.tcp_resets_limited++;
+		return;
+	}
+	net->stats.tcp_resets_sent++;
 	iwn_tcp_send_reset_for(net->frame, IWN_NET_HEADROOM, tcp_out, net, ip->dst, ip->src, &h);
 }
 
@@ -366,6 +470,10 @@ static void icmp_input(struct iwn_net *net, const struct iwn_ip4 *ip, const uint
 	memcpy(p, msg, len);
 	if (iwn_icmp_echo_reply(p, len))
 		return;
+	if (!iwn_bucket_take(&net->icmp_bucket, now)) {
+		net->stats.icmp_limited++;
+		return;
+	}
 	iwn_ip4_build(net->frame + IWN_ETH_HLEN, net->cfg.ip, ip->src, IWN_IPPROTO_ICMP, net->ip_id++, 64,
 		      (uint16_t)len);
 	net->stats.icmp_echo_replies++;

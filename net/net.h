@@ -12,6 +12,7 @@
 
 #include "arp.h"
 #include "eth.h"
+#include "ratelimit.h"
 #include "tcp_conn.h"
 
 #define IWN_NET_MAX_LISTEN 8
@@ -29,6 +30,10 @@ struct iwn_net_cfg {
 	uint32_t arp_entries;
 	uint64_t arp_reachable_us, arp_retry_us;
 	uint8_t arp_tries;
+	/* Answers to unsolicited traffic, per host (token buckets; rate 0:
+	 * unlimited): RSTs for segments matching no connection, ICMP echo
+	 * replies. */
+	uint32_t rst_rate, rst_burst, icmp_rate, icmp_burst;
 	iwn_net_tx_fn tx;
 	void *tx_arg;
 	/* Optional: where the next TCP frame may be built in place (at least
@@ -36,7 +41,8 @@ struct iwn_net_cfg {
 	uint8_t *(*tx_slot)(void *tx_arg, uint32_t cap);
 };
 /* Defaults: MTU 1500, 64 connections, 16 ARP entries living 60 s,
- * requests every 1 s, 3 tries; tcp from iwn_tcp_cfg_default. */
+ * requests every 1 s, 3 tries; RSTs and ICMP echo replies 1000/s with
+ * bursts of 50 each (Linux's ICMP defaults); tcp from iwn_tcp_cfg_default. */
 void iwn_net_cfg_default(struct iwn_net_cfg *cfg);
 
 struct iwn_net_stats {
@@ -45,6 +51,12 @@ struct iwn_net_stats {
 	uint64_t ip_bad, ip_bad_csum, ip_frags, ip_not_for_us, ip_unknown_proto;
 	uint64_t icmp_echo_replies;
 	uint64_t tcp_bad, tcp_bad_csum, tcp_resets_sent, tcp_syn_dropped;
+	/* SYN cookies: SYN-ACKs sent with a cookie; ACKs whose cookie was
+	 * good and made a connection; ACKs with a bad or stale cookie;
+	 * good ones dropped because the accept queue or table was full. */
+	uint64_t tcp_cookies_sent, tcp_cookies_ok, tcp_cookies_bad, tcp_cookies_dropped;
+	/* answers the token buckets held back */
+	uint64_t tcp_resets_limited, icmp_limited;
 	uint64_t tx_frames, tx_too_big;
 };
 
@@ -63,7 +75,10 @@ struct iwn_net {
 		uint16_t port;
 		uint32_t backlog;
 		bool on;
+		uint64_t cookie_at; /* last cookie SYN-ACK (only then are cookie ACKs checked) */
+		bool cookies;       /* any cookie sent yet */
 	} listen[IWN_NET_MAX_LISTEN];
+	struct iwn_bucket rst_bucket, icmp_bucket;
 	struct iwn_net_stats stats;
 };
 
@@ -75,7 +90,10 @@ void iwn_net_input(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint
 uint64_t iwn_net_next_deadline(const struct iwn_net *net);
 void iwn_net_timers(struct iwn_net *net, uint64_t now);
 
-/* Accept connections on port (up to backlog not yet accepted). */
+/* Accept connections on port: up to backlog established ones not yet
+ * accepted, and up to backlog half-open ones (SYN-RECEIVED); SYNs beyond
+ * those, or while the table is nearly full (1/8 of max_conns left), are
+ * answered with SYN cookies (tcp_cookie.h). */
 int iwn_net_listen(struct iwn_net *net, uint16_t port, uint32_t backlog);
 /* Stop accepting on port; connections not yet accepted there are reset. */
 void iwn_net_unlisten(struct iwn_net *net, uint16_t port, uint64_t now);

@@ -88,11 +88,10 @@ int iwn_tcp_connect(struct iwn_tcp_conn *c, uint32_t laddr, uint16_t lport, uint
 	return 0;
 }
 
-int iwn_tcp_accept_syn(struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, const struct iwn_tcp_hdr *h,
-		       uint64_t now)
+/* The state a SYN h that reached a listener sets up, our ISN iss. */
+static void passive_open(struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, const struct iwn_tcp_hdr *h,
+			 uint32_t iss)
 {
-	if (c->state != IWN_TCP_CLOSED || !(h->flags & IWN_TCP_SYN) || (h->flags & (IWN_TCP_ACK | IWN_TCP_RST)))
-		return -EINVAL;
 	c->passive = true;
 	c->laddr = laddr;
 	c->lport = h->dport;
@@ -101,11 +100,33 @@ int iwn_tcp_accept_syn(struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, c
 	c->stats.segs_in++;
 	iwn_tcp_take_syn_options(c, h);
 	iwn_tcp_set_window(c, h, true);
-	c->iss = iwn_tcp_isn(c->isn_key, laddr, c->lport, raddr, c->rport, now);
+	c->iss = iss;
 	c->ts_offset = iwn_tcp_isn(c->isn_key, raddr, c->rport, laddr, c->lport, 0);
 	c->snd_una = c->snd_nxt = c->snd_max = c->rexmit_nxt = c->iss;
 	c->state = IWN_TCP_SYN_RCVD;
+}
+
+int iwn_tcp_accept_syn(struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, const struct iwn_tcp_hdr *h,
+		       uint64_t now)
+{
+	if (c->state != IWN_TCP_CLOSED || !(h->flags & IWN_TCP_SYN) || (h->flags & (IWN_TCP_ACK | IWN_TCP_RST)))
+		return -EINVAL;
+	passive_open(c, laddr, raddr, h, iwn_tcp_isn(c->isn_key, laddr, h->dport, raddr, h->sport, now));
 	iwn_tcp_output(c, now, false);
+	return 0;
+}
+
+int iwn_tcp_accept_cookie(struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, const struct iwn_tcp_hdr *syn,
+			  uint32_t cookie)
+{
+	if (c->state != IWN_TCP_CLOSED || !(syn->flags & IWN_TCP_SYN))
+		return -EINVAL;
+	passive_open(c, laddr, raddr, syn, cookie);
+	/* As if our SYN-ACK (iwn_tcp_send_cookie_synack) had gone out. */
+	c->snd_nxt = c->snd_max = c->iss + 1;
+	c->last_ack_sent = c->rcv_nxt;
+	uint32_t wnd = c->cfg.rcvbuf > 0xFFFF ? 0xFFFF : c->cfg.rcvbuf;
+	c->rcv_adv = c->rcv_nxt + wnd;
 	return 0;
 }
 

@@ -157,6 +157,13 @@ int iwn_tcp_connect(struct iwn_tcp_conn *c, uint32_t laddr, uint16_t lport, uint
 /* Passive open from a SYN h that reached a listener; sends the SYN-ACK. */
 int iwn_tcp_accept_syn(struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, const struct iwn_tcp_hdr *h,
 		       uint64_t now);
+/* Passive open from a SYN the listener answered with a cookie SYN-ACK
+ * (tcp_cookie.h): syn is that SYN rebuilt from the cookie and the ACK
+ * (sequence number, MSS, window scale, SACK, the ACK's TSval), cookie our
+ * ISN. SYN-RECEIVED with the SYN-ACK sent; nothing is sent. The caller
+ * passes the ACK to iwn_tcp_input next. */
+int iwn_tcp_accept_cookie(struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, const struct iwn_tcp_hdr *syn,
+			  uint32_t cookie);
 /* A segment for this connection (4-tuple already matched). */
 void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t now);
 

@@ -10,8 +10,14 @@
  *  - is older than IW_CM_EVICT_GRACE_MS (a burst of legitimate connects
  *    is accepted in one loop before any Request is read), and
  *  - has no unread bytes waiting (its Request may just not be read yet),
- * preferring one that has sent nothing. Only if there is none is the
- * newcomer refused. A connection that sends no byte at all goes after the
+ * preferring one that has sent nothing. When every pending connection is
+ * younger than the grace but one address holds more than half of them,
+ * a newcomer from another address evicts that address's oldest
+ * (otherwise evictable) one regardless of age: one attacker that refills
+ * its own connections as fast as they are evicted (each under the grace)
+ * would else keep everyone else out. A connection whose peer already
+ * closed or reset it goes first whatever its age. Only if there is none
+ * is the newcomer refused. A connection that sends no byte at all goes after the
  * silent deadline, shorter than the Request deadline. */
 #include "cm_internal.h"
 
@@ -53,13 +59,13 @@ static uint32_t pending_from(const struct iw_cm_id *l, const struct sockaddr_sto
 /* The oldest evictable child (from peer, NULL: any) among those that have
  * sent nothing (silent) or that have sent part of a Request. */
 static struct iw_cm_id *oldest(struct iw_cm_id *l, const struct sockaddr_storage *peer, uint64_t now_ms,
-			       bool silent)
+			       bool silent, bool grace)
 {
 	struct iw_cm_id *best = NULL;
 
 	for (struct iw_cm_id *c = l->children; c; c = c->sib_next) {
 		if (c->state != CM_WAIT_REQUEST || c->unread || !from(c, peer) ||
-		    now_ms - c->born_ms < IW_CM_EVICT_GRACE_MS || (c->in_len == 0) != silent)
+		    (grace && now_ms - c->born_ms < IW_CM_EVICT_GRACE_MS) || (c->in_len == 0) != silent)
 			continue;
 		if (!best || c->born_ms < best->born_ms)
 			best = c;
@@ -67,15 +73,18 @@ static struct iw_cm_id *oldest(struct iw_cm_id *l, const struct sockaddr_storage
 	return best;
 }
 
-static struct iw_cm_id *victim(struct iw_cm_id *l, const struct sockaddr_storage *peer, uint64_t now_ms)
+static struct iw_cm_id *victim(struct iw_cm_id *l, const struct sockaddr_storage *peer, uint64_t now_ms,
+			       bool grace)
 {
 	int probes = 0;
 
 	for (int pass = 0; pass < 2; pass++) {
 		struct iw_cm_id *c;
-		while (probes < ADMIT_MAX_PROBES && (c = oldest(l, peer, now_ms, pass == 0)) != NULL) {
+		while (probes < ADMIT_MAX_PROBES && (c = oldest(l, peer, now_ms, pass == 0, grace)) != NULL) {
 			probes++;
-			if (c->conn->ops->pending(c->conn) == 0)
+			/* < 0: the peer already closed or reset it (a
+			 * connect-then-RST storm), the cheapest victim. */
+			if (c->conn->ops->pending(c->conn) <= 0)
 				return c;
 			c->unread = true; /* cleared when its bytes are read */
 		}
@@ -83,12 +92,51 @@ static struct iw_cm_id *victim(struct iw_cm_id *l, const struct sockaddr_storage
 	return NULL;
 }
 
+/* A pending child whose peer already closed or reset it (a
+ * connect-then-RST storm), whatever its age: it needs no protection. */
+static struct iw_cm_id *dead_child(struct iw_cm_id *l)
+{
+	int probes = 0;
+
+	for (struct iw_cm_id *c = l->children; c && probes < ADMIT_MAX_PROBES; c = c->sib_next) {
+		if (c->state != CM_WAIT_REQUEST || c->unread)
+			continue;
+		probes++;
+		if (c->conn->ops->pending(c->conn) < 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* The address holding more than half of the pending children, if one does
+ * (Boyer-Moore majority vote, then a count). */
+static const struct sockaddr_storage *majority(const struct iw_cm_id *l)
+{
+	const struct sockaddr_storage *cand = NULL;
+	uint32_t votes = 0, n = 0;
+
+	for (const struct iw_cm_id *c = l->children; c; c = c->sib_next) {
+		if (!c->has_peer)
+			continue;
+		n++;
+		if (votes == 0) {
+			cand = &c->peer;
+			votes = 1;
+		} else if (same_host(cand, &c->peer)) {
+			votes++;
+		} else {
+			votes--;
+		}
+	}
+	return cand && 2 * pending_from(l, cand) > n ? cand : NULL;
+}
+
 int cm_admit(struct iw_cm_id *l, const struct sockaddr_storage *peer, uint64_t now_ms,
 	     struct iw_cm_id **out)
 {
 	*out = NULL;
 	if (peer && pending_from(l, peer) >= l->per_source_max) {
-		*out = victim(l, peer, now_ms);
+		*out = victim(l, peer, now_ms, true);
 		if (!*out) {
 			l->stats.refused_source++;
 			return -ECONNREFUSED;
@@ -98,12 +146,21 @@ int cm_admit(struct iw_cm_id *l, const struct sockaddr_storage *peer, uint64_t n
 	}
 	if (l->n_pending < (uint32_t)l->backlog)
 		return 0;
-	*out = victim(l, NULL, now_ms);
+	*out = victim(l, NULL, now_ms, true);
+	if (!*out)
+		*out = dead_child(l);
+	if (*out) {
+		l->stats.evicted_backlog++;
+		return 0;
+	}
+	const struct sockaddr_storage *heavy = majority(l);
+	if (heavy && !(peer && same_host(heavy, peer)))
+		*out = victim(l, heavy, now_ms, false);
 	if (!*out) {
 		l->stats.refused_backlog++;
 		return -ECONNREFUSED;
 	}
-	l->stats.evicted_backlog++;
+	l->stats.evicted_majority++;
 	return 0;
 }
 

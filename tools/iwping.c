@@ -665,11 +665,11 @@ static void debug_listener(struct app *a)
 	    memcmp(&st, &a->listen_seen, sizeof(st)) == 0)
 		return;
 	a->listen_seen = st;
-	dbg(a, "listener: %u pending, %llu requests; evicted %llu (backlog) %llu (per source); "
+	dbg(a, "listener: %u pending, %llu requests; evicted %llu (backlog) %llu (per source) %llu (majority); "
 	       "refused %llu (backlog) %llu (per source); timed out %llu (silent) %llu (no Request); "
 	       "%llu not MPA, %llu peers gone",
 	    st.pending, (unsigned long long)st.requests, (unsigned long long)st.evicted_backlog,
-	    (unsigned long long)st.evicted_source, (unsigned long long)st.refused_backlog,
+	    (unsigned long long)st.evicted_source, (unsigned long long)st.evicted_majority, (unsigned long long)st.refused_backlog,
 	    (unsigned long long)st.refused_source, (unsigned long long)st.timeout_silent,
 	    (unsigned long long)st.timeout_request, (unsigned long long)st.bad_request,
 	    (unsigned long long)st.peer_gone);

@@ -202,6 +202,9 @@ struct iw_listen_stats {
 	uint64_t bad_request;     /* reset: not an MPA Request, or bytes behind it */
 	uint64_t peer_gone;       /* the peer closed or reset before its Request */
 	uint32_t pending;         /* pending connections now (counted in backlog) */
+	uint64_t evicted_majority; /* reset for a newcomer from another address: backlog
+				    * full, none past the grace, its address held
+				    * more than half of it */
 };
 /* id: a listening id. -EINVAL otherwise. */
 int iw_cm_listen_stats(const struct iw_cm_id *id, struct iw_listen_stats *out);

@@ -257,6 +257,74 @@ static uint64_t turned_away(const struct iw_listen_stats *st)
 	return st->evicted_backlog + st->evicted_source + st->refused_backlog + st->refused_source;
 }
 
+/* A connection to a from the loopback address 127.0.0.host. */
+static int connect_from(const struct sockaddr_storage *a, int host)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7F000000u | (uint32_t)host) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+	ck_assert_int_eq(connect(fd, (const struct sockaddr *)a, fx_sa_len(a)), 0);
+	return fd;
+}
+
+/* One address that refills the backlog faster than the eviction grace
+ * (every pending connection is young) must not lock other addresses out:
+ * a newcomer from elsewhere evicts that address's oldest one. Young
+ * connections spread over many addresses are protected by the grace. */
+START_TEST(test_listener_flood_one_address)
+{
+	enum { BACKLOG = 8 };
+	struct iw_listen_param lp = { .backlog = BACKLOG };
+	struct iw_cm_channel *sch, *cch;
+	struct iw_listen_stats st;
+	struct sockaddr_storage a;
+	int fl[2 * BACKLOG];
+
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &sch), 0);
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &cch), 0);
+	struct iw_cm_id *l = fx_listen(sch, &lp, &a);
+
+	/* Many addresses, all young: the newcomer is refused. */
+	for (int i = 0; i < BACKLOG; i++) {
+		fl[i] = connect_from(&a, 10 + i);
+		fx_pump(2);
+	}
+	fx_pump(5);
+	ck_assert(!try_connect(sch, cch, &a));
+	ck_assert_int_eq(iw_cm_listen_stats(l, &st), 0);
+	ck_assert_uint_eq(st.refused_backlog, 1);
+	ck_assert_uint_eq(st.evicted_majority, 0);
+	for (int i = 0; i < BACKLOG; i++)
+		close(fl[i]);
+	for (uint64_t end = fx_now_ms() + 2000; fx_now_ms() < end; fx_pump(5))
+		if (iw_cm_listen_stats(l, &st) == 0 && st.pending == 0)
+			break;
+	ck_assert_uint_eq(st.pending, 0);
+
+	/* One address, all young: the newcomer gets through at once. */
+	for (int i = 0; i < BACKLOG; i++) {
+		fl[i] = connect_from(&a, 5);
+		fx_pump(2);
+	}
+	fx_pump(5);
+	uint64_t t0 = fx_now_ms();
+	ck_assert(try_connect(sch, cch, &a));
+	ck_assert_uint_lt(fx_now_ms() - t0, IW_CM_EVICT_GRACE_MS);
+	ck_assert_int_eq(iw_cm_listen_stats(l, &st), 0);
+	ck_assert_uint_eq(st.evicted_majority, 1);
+	ck_assert_uint_eq(st.evicted_backlog, 0);
+	ck_assert_uint_eq(st.requests, 1);
+	for (int i = 0; i < BACKLOG; i++)
+		close(fl[i]);
+
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(sch), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(cch), 0);
+}
+END_TEST
+
 /* A listener flooded with connections that never send a Request (issue
  * 19): at most backlog of them are held; every newcomer beyond it evicts
  * the oldest silent one (older than the eviction grace) or, when all are
@@ -1307,6 +1375,7 @@ static Suite *faults_suite(void)
 	tcase_add_test(tc, test_request_timeout);
 	tcase_add_test(tc, test_reply_timeout);
 	tcase_add_test(tc, test_listener_flood);
+	tcase_add_test(tc, test_listener_flood_one_address);
 	tcase_add_test(tc, test_reject_flood);
 	tcase_add_test(tc, test_request_then_leave);
 	suite_add_tcase(s, tc);

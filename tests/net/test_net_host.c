@@ -306,15 +306,30 @@ START_TEST(test_tcp_resets)
 	ck_assert(!h.opt.has_ws); /* the SYN did not offer it */
 	ck_assert_uint_eq(iwn_net_conn_count(&net), 1);
 	ck_assert_ptr_null(iwn_net_accept(&net, 80)); /* not established yet */
-	/* Backlog 1: a second SYN from another port is dropped. */
+	/* Backlog 1: a second SYN from another port gets a cookie SYN-ACK
+	 * and leaves no state. */
 	uint8_t seg[20];
 	struct iwn_tcp_hdr s2 = {.sport = 40001, .dport = 80, .seq = 9, .flags = IWN_TCP_SYN, .win = 100};
 	iwn_tcp_build(seg, &s2);
 	iwn_tcp_set_csum(seg, 20, PEER_IP, OUR_IP);
 	iwn_net_input(&net, f, ip_frame(f, IWN_IPPROTO_TCP, seg, 20), 0);
-	ck_assert_uint_eq(net.stats.tcp_syn_dropped, 1);
+	ck_assert_int_eq(cap.n, 4);
+	struct iwn_tcp_hdr ck;
+	ck_assert_int_eq(iwn_tcp_parse(cap.f[3] + 34, cap.len[3] - 34, OUR_IP, PEER_IP, &ck), 0);
+	ck_assert_uint_eq(ck.flags, IWN_TCP_SYN | IWN_TCP_ACK);
+	ck_assert_uint_eq(ck.ack, 10);
+	ck_assert_uint_eq(net.stats.tcp_cookies_sent, 1);
+	ck_assert_uint_eq(iwn_net_conn_count(&net), 1);
 	/* The handshake completes with the ACK. */
 	iwn_net_input(&net, f, tcp_frame(f, IWN_TCP_ACK, 1001, h.seq + 1, 80, 0), 10);
+	/* Accept queue full (1 established, not accepted): a SYN is dropped. */
+	s2.sport = 40002;
+	iwn_tcp_build(seg, &s2);
+	iwn_tcp_set_csum(seg, 20, PEER_IP, OUR_IP);
+	int before = cap.n;
+	iwn_net_input(&net, f, ip_frame(f, IWN_IPPROTO_TCP, seg, 20), 10);
+	ck_assert_int_eq(cap.n, before);
+	ck_assert_uint_eq(net.stats.tcp_syn_dropped, 1);
 	struct iwn_tcp_conn *c = iwn_net_accept(&net, 80);
 	ck_assert_ptr_nonnull(c);
 	ck_assert_int_eq(c->state, IWN_TCP_ESTABLISHED);
