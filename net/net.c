@@ -554,6 +554,12 @@ void iwn_net_input(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint
 		net->stats.ip_not_for_us++;
 		return;
 	}
+	/* Our own address never arrives from the wire: answering it (a land
+	 * SYN) would resolve and talk to ourselves. */
+	if (ip.src == net->cfg.ip) {
+		net->stats.ip_src_ours++;
+		return;
+	}
 	const uint8_t *payload = p + ip.hlen;
 	uint32_t paylen = (uint32_t)ip.totlen - ip.hlen;
 	if (ip.proto == IWN_IPPROTO_TCP)
