@@ -450,6 +450,11 @@ static void tcp_input(struct iwn_net *net, const struct iwn_ip4 *ip, const uint8
 	}
 	if (li >= 0 && kind == IWN_TCP_ACK && cookie_ack_input(net, li, ip, &h, now) == 0)
 		return;
+	/* A listener drops what has neither SYN nor ACK (RFC 9293 sec.
+	 * 3.10.7.2: no flags, a bare FIN): it names no connection attempt to
+	 * refuse. */
+	if (li >= 0 && !(h.flags & (IWN_TCP_SYN | IWN_TCP_ACK)))
+		return;
 	if (h.flags & IWN_TCP_RST)
 		return;
 	if (!iwn_bucket_take(&net->rst_bucket, now)) {
@@ -552,6 +557,12 @@ void iwn_net_input(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint
 	}
 	if (ip.dst != net->cfg.ip) {
 		net->stats.ip_not_for_us++;
+		return;
+	}
+	/* Our own address never arrives from the wire: answering it (a land
+	 * SYN) would resolve and talk to ourselves. */
+	if (ip.src == net->cfg.ip) {
+		net->stats.ip_src_ours++;
 		return;
 	}
 	const uint8_t *payload = p + ip.hlen;

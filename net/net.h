@@ -49,6 +49,7 @@ struct iwn_net_stats {
 	uint64_t rx_frames, rx_not_for_us, rx_bad, rx_unknown_type;
 	uint64_t arp_in, arp_replies_sent;
 	uint64_t ip_bad, ip_bad_csum, ip_frags, ip_not_for_us, ip_unknown_proto;
+	uint64_t ip_src_ours; /* from our own address: a land attack or a loop */
 	uint64_t icmp_echo_replies;
 	uint64_t tcp_bad, tcp_bad_csum, tcp_resets_sent, tcp_syn_dropped;
 	/* SYN cookies: SYN-ACKs sent with a cookie; ACKs whose cookie was

@@ -368,6 +368,54 @@ START_TEST(test_port_zero_dropped)
 }
 END_TEST
 
+/* Found by scapy-attacks (land): a SYN from our own address and port to
+ * a listener is dropped, not answered (the SYN-ACK would need ARP for
+ * our own address) and makes no connection. */
+START_TEST(test_land_dropped)
+{
+	struct iwn_net net;
+	host(&net);
+	ck_assert_int_eq(iwn_net_listen(&net, PORT, 4), 0);
+	uint8_t f[128];
+	struct iwn_tcp_hdr h = {.sport = PORT, .dport = PORT, .seq = 5, .flags = IWN_TCP_SYN, .win = 100};
+	uint8_t seg[IWN_TCP_MAX_HLEN];
+	size_t hl = iwn_tcp_build(seg, &h);
+	iwn_tcp_set_csum(seg, hl, OUR_IP, OUR_IP);
+	iwn_eth_build(f, our_mac, peer_mac, IWN_ETHERTYPE_IPV4);
+	iwn_ip4_build(f + 14, OUR_IP, OUR_IP, IWN_IPPROTO_TCP, 7, 64, (uint16_t)hl);
+	memcpy(f + 34, seg, hl);
+	iwn_net_input(&net, f, 34 + (uint32_t)hl, 0);
+	ck_assert_int_eq(cap.n, 0);
+	ck_assert_uint_eq(net.stats.ip_src_ours, 1);
+	ck_assert_uint_eq(iwn_net_conn_count(&net), 0);
+	iwn_net_fini(&net);
+}
+END_TEST
+
+/* Found by scapy-attacks (flag combinations): a segment with neither SYN
+ * nor ACK (no flags, a bare FIN) to a listening port is dropped (RFC
+ * 9293 sec. 3.10.7.2), not reset; a closed port still resets it. */
+START_TEST(test_listener_drops_no_syn_no_ack)
+{
+	struct iwn_net net;
+	host(&net);
+	ck_assert_int_eq(iwn_net_listen(&net, PORT, 4), 0);
+	uint8_t f[128];
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REQUEST, iwn_eth_broadcast, PEER_IP, OUR_IP), 0);
+	cap.n = 0;
+	struct iwn_tcp_hdr h = {.sport = 1234, .dport = PORT, .seq = 5, .flags = 0, .win = 100};
+	iwn_net_input(&net, f, tcp_frame_hdr(f, &h, 10), 0);
+	h.flags = IWN_TCP_FIN;
+	iwn_net_input(&net, f, tcp_frame_hdr(f, &h, 0), 0);
+	ck_assert_int_eq(cap.n, 0);
+	ck_assert_uint_eq(iwn_net_conn_count(&net), 0);
+	h.dport = PORT + 1;
+	iwn_net_input(&net, f, tcp_frame_hdr(f, &h, 0), 0);
+	ck_assert_int_eq(cap.n, 1);
+	iwn_net_fini(&net);
+}
+END_TEST
+
 /* An abort while out-of-order data waits: the RST|ACK carries no SACK
  * blocks (nor timestamps). */
 START_TEST(test_rst_without_sack)
@@ -529,6 +577,8 @@ static Suite *host_suite(void)
 	tcase_add_test(t, test_tcp_resets);
 	tcase_add_test(t, test_random_frames);
 	tcase_add_test(t, test_port_zero_dropped);
+	tcase_add_test(t, test_land_dropped);
+	tcase_add_test(t, test_listener_drops_no_syn_no_ack);
 	tcase_add_test(t, test_rst_without_sack);
 	tcase_add_test(t, test_arp_bad_sender_mac);
 	tcase_add_test(t, test_app_call_time_reaches_arp);
