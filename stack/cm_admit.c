@@ -10,15 +10,15 @@
  *  - is older than IW_CM_EVICT_GRACE_MS (a burst of legitimate connects
  *    is accepted in one loop before any Request is read), and
  *  - has no unread bytes waiting (its Request may just not be read yet),
- * preferring one that has sent nothing. When every pending connection is
- * younger than the grace but one address holds more than half of them,
- * a newcomer from another address evicts that address's oldest
- * (otherwise evictable) one regardless of age: one attacker that refills
- * its own connections as fast as they are evicted (each under the grace)
- * would else keep everyone else out. A connection whose peer already
- * closed or reset it goes first whatever its age. Only if there is none
- * is the newcomer refused. A connection that sends no byte at all goes after the
- * silent deadline, shorter than the Request deadline. */
+ * preferring one that has sent nothing. Failing that, a connection whose
+ * peer already closed or reset it goes, whatever its age. Failing that,
+ * when one address holds more than half of the pending connections, a
+ * newcomer from another address evicts that address's oldest (otherwise
+ * evictable) one regardless of age: one attacker that refills its own
+ * connections as fast as they are evicted (each under the grace) would
+ * else keep everyone else out. Only if there is none
+ * is the newcomer refused. A connection that sends no byte at all goes
+ * after the silent deadline, shorter than the Request deadline. */
 #include "cm_internal.h"
 
 #include <errno.h>

@@ -156,7 +156,8 @@ void iw_cm_id_set_context(struct iw_cm_id *id, void *context);
 #define IW_CM_REQUEST_TIMEOUT_DEFAULT 5000 /* ms, like siw */
 
 #define IW_CM_SILENT_TIMEOUT_DEFAULT 2000 /* ms without a first byte */
-#define IW_CM_EVICT_GRACE_MS 100 /* younger connections are never evicted */
+#define IW_CM_EVICT_GRACE_MS 100 /* younger ones are evicted only by the
+				  * dead-peer and one-address rules below */
 
 /* IPv4 or IPv6. backlog bounds the pending connections of the listener:
  * those still in the MPA exchange plus those whose CONNECT_REQUEST the
@@ -164,12 +165,15 @@ void iw_cm_id_set_context(struct iw_cm_id *id, void *context);
  * larger values are clamped). A newcomer beyond it evicts (resets) the
  * oldest pending connection that has not completed its MPA Request, is
  * at least IW_CM_EVICT_GRACE_MS old and has no unread bytes waiting;
- * preferring one that has sent nothing. Only when there is none is the
- * newcomer reset at once. So idle or slow peers cannot lock legitimate
- * clients out; a Request already received is never evicted.
- * An MPA Request must arrive within 5 s of the TCP accept and its first
- * byte within 2 s, else the connection is reset (the application never
- * hears of it). A connection
+ * preferring one that has sent nothing. Failing that, one whose peer
+ * already closed or reset it goes, whatever its age; and when one address
+ * holds more than half of the pending connections, a newcomer from
+ * another address evicts that address's oldest, whatever its age. Only
+ * when there is none is the newcomer reset at once. So idle or slow peers
+ * cannot lock legitimate clients out; a Request already received is never
+ * evicted. An MPA Request must arrive within 5 s of the TCP accept and its
+ * first byte within 2 s, else the connection is reset (the application
+ * never hears of it). A connection
  * whose peer leaves before the application fetched its CONNECT_REQUEST
  * is dropped together with that event; after the fetch the id gets
  * IW_CM_EVENT_CONNECT_ERROR instead. */
