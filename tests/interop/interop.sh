@@ -258,6 +258,18 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 rm -rf "${OUT:?}"/*
 
+# A rerun empties $OUT, so a failed group's evidence (serial log, dmesg,
+# pcaps) is copied beside it; the newest three copies are kept.
+keep_failed_outputs() {
+	local dst old
+	dst="$OUT.failed-$(date +%Y%m%d-%H%M%S)"
+	cp -a "$OUT" "$dst" 2>/dev/null || return 0
+	log "outputs of this failed group kept in $dst"
+	for old in $(ls -d "$OUT".failed-* 2>/dev/null | sort -r | tail -n +4); do
+		rm -rf "${old:?}"
+	done
+}
+
 # siwrw: compiled here (its -dev packages come with prepare), cached by
 # the hash of its sources and the compiler.
 SIWRW=""
@@ -452,4 +464,5 @@ if [[ $EXPECT_FAIL = 1 ]]; then
 	exit 1
 fi
 [[ $FAIL = 0 && $RUN_RC = 0 ]] && exit 0
+keep_failed_outputs
 exit 1
