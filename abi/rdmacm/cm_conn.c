@@ -224,7 +224,26 @@ static int first_fpdu_delay_ms(void)
 	return (int)v;
 }
 
-static void conn_param(const struct rdma_conn_param *cp, struct iw_conn_param *p, bool initiator)
+/* The device's limit on both (ibv_query_device: max_qp_rd_atom,
+ * max_qp_init_rd_atom; libiwarp's maximum). */
+#define IWABI_MAX_RD_ATOM 128
+
+/* rdma_cm's rule for a depth: RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH
+ * (0xFF) ask for the device's maximum (libfabric's verbs provider sends
+ * them), a larger explicit value is EINVAL. */
+static int depth(uint8_t v, uint8_t max_marker, uint16_t *out)
+{
+	if (v == max_marker) {
+		*out = IWABI_MAX_RD_ATOM;
+		return 0;
+	}
+	if (v > IWABI_MAX_RD_ATOM)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int conn_param(const struct rdma_conn_param *cp, struct iw_conn_param *p, bool initiator)
 {
 	memset(p, 0, sizeof(*p));
 	p->first_fpdu_delay_ms = first_fpdu_delay_ms();
@@ -237,13 +256,15 @@ static void conn_param(const struct rdma_conn_param *cp, struct iw_conn_param *p
 	p->p2p = true;
 	p->rtr_types = initiator ? IW_RTR_WRITE : (IW_RTR_WRITE | IW_RTR_READ | IW_RTR_SEND);
 	if (!cp)
-		return;
+		return 0;
 	p->private_data = cp->private_data;
 	p->private_data_len = cp->private_data ? cp->private_data_len : 0;
 	/* Our IRD is what we answer (responder resources), our ORD what we
 	 * issue (initiator depth); 0 keeps libiwarp's default. */
-	p->ird = cp->responder_resources;
-	p->ord = cp->initiator_depth;
+	if (depth(cp->responder_resources, RDMA_MAX_RESP_RES, &p->ird) < 0 ||
+	    depth(cp->initiator_depth, RDMA_MAX_INIT_DEPTH, &p->ord) < 0)
+		return -EINVAL;
+	return 0;
 }
 
 /* The id's QP, or one the program made itself and names by number
@@ -262,7 +283,8 @@ int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *cp)
 	struct ibv_qp *qp = cid ? conn_qp(cid, cp) : NULL;
 	if (!qp)
 		return fail(EINVAL); /* an iWARP connection needs its QP */
-	conn_param(cp, &p, true);
+	if (conn_param(cp, &p, true) < 0)
+		return fail(EINVAL);
 	id->active = true;
 	int rc = B->cm_connect(id->iw, B->qp_of(qp), (struct sockaddr *)&cid->route.addr.dst_storage, &p);
 	if (rc < 0)
@@ -282,7 +304,8 @@ int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *cp)
 	struct ibv_qp *qp = cid ? conn_qp(cid, cp) : NULL;
 	if (!qp)
 		return fail(EINVAL);
-	conn_param(cp, &p, false);
+	if (conn_param(cp, &p, false) < 0)
+		return fail(EINVAL);
 	int rc = B->cm_accept(id->iw, B->qp_of(qp), &p);
 	free(id->held);
 	id->held = NULL;
