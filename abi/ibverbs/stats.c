@@ -47,12 +47,13 @@ void iwabi_stats_qp_gone(const struct iw_qp_stats *s)
 }
 
 /* The line for totals t (exposed for the unit test). */
-int iwabi_stats_format(char *buf, size_t len, long pid, uint64_t qps, uint64_t active, const struct iw_qp_stats *t)
+int iwabi_stats_format(char *buf, size_t len, long pid, bool raw, uint64_t qps, uint64_t active,
+		       const struct iw_qp_stats *t)
 {
 	return snprintf(buf, len,
-			"iwarp-stats pid=%ld qps=%" PRIu64 " qps_with_traffic=%" PRIu64 " fpdus_tx=%" PRIu64
+			"iwarp-stats pid=%ld transport=%s qps=%" PRIu64 " qps_with_traffic=%" PRIu64 " fpdus_tx=%" PRIu64
 			" fpdus_rx=%" PRIu64 " bytes_tx=%" PRIu64 " bytes_rx=%" PRIu64 " bytes_placed=%" PRIu64 "\n",
-			pid, qps, active, t->fpdus_tx, t->fpdus_rx, t->bytes_tx, t->bytes_rx, t->bytes_placed);
+			pid, raw ? "raw" : "kernel", qps, active, t->fpdus_tx, t->fpdus_rx, t->bytes_tx, t->bytes_rx, t->bytes_placed);
 }
 
 /* Also callable by tests before exit. 0, or -1 when FILE cannot be
@@ -68,7 +69,8 @@ int iwabi_stats_write(const char *path)
 	pthread_mutex_unlock(&lock);
 	active += iwabi_qp_stats_sum_live(&t);
 	char line[512];
-	int n = iwabi_stats_format(line, sizeof(line), (long)getpid(), qps, active, &t);
+	int n = iwabi_stats_format(line, sizeof(line), (long)getpid(), iwabi_engine_raw_ip() != NULL, qps, active,
+				   &t);
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0 || n <= 0 || write(fd, line, (size_t)n) != n) {
 		fprintf(stderr, "libiwarp: IWARP_STATS=%s: cannot write the counters\n", path);

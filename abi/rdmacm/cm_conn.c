@@ -76,6 +76,11 @@ static bool bound_is_route_source(const struct sockaddr_storage *bound, const st
 				     memcmp(&b->sin6_addr, &r->sin6_addr, sizeof(r->sin6_addr)) == 0);
 }
 
+static bool is_loopback4(const struct sockaddr_in *sin)
+{
+	return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
+}
+
 static int check_local(const struct sockaddr *a)
 {
 	const char *raw = B->raw_ip();
@@ -85,6 +90,12 @@ static int check_local(const struct sockaddr *a)
 			return 0;
 		if (raw) {
 			struct in_addr r;
+			/* Loopback too: rdma_cm binds it to a device like any
+			 * local address (libfabric's verbs provider probes with
+			 * 127.0.0.1); a listen there is one on our address
+			 * (rdma_listen), the raw transport having no loopback. */
+			if (is_loopback4(sin))
+				return 0;
 			return inet_pton(AF_INET, raw, &r) == 1 && r.s_addr == sin->sin_addr.s_addr ? 0
 												 : -EADDRNOTAVAIL;
 		}
@@ -190,6 +201,11 @@ int rdma_listen(struct rdma_cm_id *cid, int backlog)
 		return fail(EINVAL);
 	struct sockaddr_storage any = { .ss_family = AF_INET };
 	const struct sockaddr *a = id->bound ? (struct sockaddr *)&id->bound_addr : (struct sockaddr *)&any;
+	if (B->raw_ip() && id->bound && id->bound_addr.ss_family == AF_INET &&
+	    is_loopback4((struct sockaddr_in *)&id->bound_addr)) {
+		((struct sockaddr_in *)&any)->sin_port = ((struct sockaddr_in *)&id->bound_addr)->sin_port;
+		a = (struct sockaddr *)&any; /* check_local: our address, same port */
+	}
 	struct iw_listen_param p = { .backlog = backlog };
 	int rc = B->cm_listen_param(id->iw, a, &p);
 	if (rc < 0)

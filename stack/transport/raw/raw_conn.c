@@ -1,8 +1,9 @@
 /* Connections over our TCP on the context's raw device (struct iw_conn,
- * transport.h): IPv4 on-link peers, listeners on a fixed port of our
- * address. Every pass of the device (frames in, timers run) tells a
- * connection that waits for I/O; it has no finer readiness. Handed to
- * the raw transport once the MPA exchange succeeded. */
+ * transport.h): IPv4 on-link peers, listeners on a port of our address
+ * (a fixed one, or one of the dynamic range for port 0). Every pass of
+ * the device (frames in, timers run) tells a connection that waits for
+ * I/O; it has no finer readiness. Handed to the raw transport once the
+ * MPA exchange succeeded. */
 #include "raw_transport.h"
 
 #include <errno.h>
@@ -49,9 +50,9 @@ static int rc_listen(struct iw_conn *c, const struct sockaddr *addr, int backlog
 	if (ip != 0 && ip != r->dev->net.cfg.ip)
 		return -EADDRNOTAVAIL;
 	uint16_t port = ntohs(sin->sin_port);
-	if (port == 0)
-		return -EINVAL; /* no ephemeral listeners on our TCP */
-	int rc = iwn_net_listen(&r->dev->net, port, (uint32_t)backlog);
+	/* Port 0: one of the dynamic range, as a kernel socket's bind. */
+	int rc = port ? iwn_net_listen(&r->dev->net, port, (uint32_t)backlog)
+		      : iwn_net_listen_ephemeral(&r->dev->net, (uint32_t)backlog, &port);
 	if (rc < 0)
 		return rc;
 	r->lport = port;
