@@ -56,24 +56,32 @@ static int source_for(const struct sockaddr *dst, struct sockaddr_storage *src)
 	return rc;
 }
 
-/* A specific address must be one of ours (the kernel's, or the raw
- * transport's own). */
-/* libiwarp's connections leave the source to the kernel's route (its
- * connection layer has no bind before connect): an active id bound to
- * another address, or to a port, cannot be honoured and is refused
- * rather than connected from elsewhere. */
-static bool bound_is_route_source(const struct sockaddr_storage *bound, const struct sockaddr_storage *route)
+/* An active id bound to an address or a port connects from it
+ * (iw_conn_param.src_addr: bind before connect, as the kernel's rdma_cm
+ * does); one bound to the wildcard with port 0 leaves both to the route.
+ * Returns the address to bind, or NULL. */
+static const struct sockaddr *bound_source(const struct cm_id *id)
 {
-	if (bound->ss_family != route->ss_family)
-		return false;
-	if (bound->ss_family == AF_INET) {
-		const struct sockaddr_in *b = (const struct sockaddr_in *)bound, *r = (const struct sockaddr_in *)route;
-		return b->sin_port == 0 &&
-		       (b->sin_addr.s_addr == htonl(INADDR_ANY) || b->sin_addr.s_addr == r->sin_addr.s_addr);
+	if (!id->bound)
+		return NULL;
+	const struct sockaddr_storage *b = &id->bound_addr;
+	if (b->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)b;
+		if (s->sin_port == 0 && s->sin_addr.s_addr == htonl(INADDR_ANY))
+			return NULL;
+	} else if (b->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)b;
+		if (s->sin6_port == 0 && IN6_IS_ADDR_UNSPECIFIED(&s->sin6_addr))
+			return NULL;
 	}
-	const struct sockaddr_in6 *b = (const struct sockaddr_in6 *)bound, *r = (const struct sockaddr_in6 *)route;
-	return b->sin6_port == 0 && (IN6_IS_ADDR_UNSPECIFIED(&b->sin6_addr) ||
-				     memcmp(&b->sin6_addr, &r->sin6_addr, sizeof(r->sin6_addr)) == 0);
+	return (const struct sockaddr *)b;
+}
+
+/* The family of a bound source must be the destination's. */
+static bool source_fits(const struct cm_id *id, const struct sockaddr *dst)
+{
+	const struct sockaddr *b = bound_source(id);
+	return !b || b->sa_family == dst->sa_family;
 }
 
 static bool is_loopback4(const struct sockaddr_in *sin)
@@ -165,9 +173,26 @@ int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struct socka
 		return rc;
 	memset(&cid->route.addr.dst_storage, 0, sizeof(cid->route.addr.dst_storage));
 	memcpy(&cid->route.addr.dst_storage, dst, sa_len(dst));
+	if (!source_fits(id, dst))
+		return fail(EAFNOSUPPORT);
 	rc = source_for(dst, &s);
-	if (rc == 0 && id->bound && !bound_is_route_source(&id->bound_addr, &s))
-		return fail(EOPNOTSUPP);
+	if (rc == 0 && bound_source(id)) {
+		/* The bound address where it names one; the route's otherwise
+		 * (bound to the wildcard with a port). */
+		const struct sockaddr *b = bound_source(id);
+		bool any = b->sa_family == AF_INET
+				   ? ((const struct sockaddr_in *)b)->sin_addr.s_addr == htonl(INADDR_ANY)
+				   : IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)b)->sin6_addr);
+		if (b->sa_family == AF_INET) {
+			if (!any)
+				((struct sockaddr_in *)&s)->sin_addr = ((const struct sockaddr_in *)b)->sin_addr;
+			((struct sockaddr_in *)&s)->sin_port = ((const struct sockaddr_in *)b)->sin_port;
+		} else {
+			if (!any)
+				((struct sockaddr_in6 *)&s)->sin6_addr = ((const struct sockaddr_in6 *)b)->sin6_addr;
+			((struct sockaddr_in6 *)&s)->sin6_port = ((const struct sockaddr_in6 *)b)->sin6_port;
+		}
+	}
 	if (rc == 0) {
 		memcpy(&cid->route.addr.src_storage, &s, sizeof(s));
 		cid->verbs = B->device_context();
@@ -301,6 +326,7 @@ int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *cp)
 		return fail(EINVAL); /* an iWARP connection needs its QP */
 	if (conn_param(cp, &p, true) < 0)
 		return fail(EINVAL);
+	p.src_addr = bound_source(id);
 	id->active = true;
 	int rc = B->cm_connect(id->iw, B->qp_of(qp), (struct sockaddr *)&cid->route.addr.dst_storage, &p);
 	if (rc < 0)
