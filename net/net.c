@@ -237,6 +237,31 @@ int iwn_net_listen(struct iwn_net *net, uint16_t port, uint32_t backlog)
 	return 0;
 }
 
+/* The next port of the dynamic range nobody uses; 0 when all are. */
+static uint16_t free_port(struct iwn_net *net)
+{
+	for (uint32_t tries = 0; tries < 16384; tries++) {
+		uint16_t p = net->next_port;
+		net->next_port = p == 65535 ? 49152 : (uint16_t)(p + 1);
+		if (!port_in_use(net, p))
+			return p;
+	}
+	return 0;
+}
+
+int iwn_net_listen_ephemeral(struct iwn_net *net, uint32_t backlog, uint16_t *port)
+{
+	if (backlog == 0 || !port)
+		return -EINVAL;
+	uint16_t p = free_port(net);
+	if (p == 0)
+		return -EADDRINUSE;
+	int rc = iwn_net_listen(net, p, backlog);
+	if (rc == 0)
+		*port = p;
+	return rc;
+}
+
 void iwn_net_unlisten(struct iwn_net *net, uint16_t port, uint64_t now)
 {
 	for (int i = 0; i < IWN_NET_MAX_LISTEN; i++)
@@ -270,12 +295,7 @@ struct iwn_tcp_conn *iwn_net_connect(struct iwn_net *net, uint32_t raddr, uint16
 	if (!err)
 		err = &dummy;
 	if (lport == 0) {
-		for (uint32_t tries = 0; tries < 16384 && lport == 0; tries++) {
-			uint16_t p = net->next_port;
-			net->next_port = p == 65535 ? 49152 : (uint16_t)(p + 1);
-			if (!port_in_use(net, p))
-				lport = p;
-		}
+		lport = free_port(net);
 		if (lport == 0) {
 			*err = -EADDRINUSE;
 			return NULL;

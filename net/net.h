@@ -96,6 +96,10 @@ void iwn_net_timers(struct iwn_net *net, uint64_t now);
  * those, or while the table is nearly full (1/8 of max_conns left), are
  * answered with SYN cookies (tcp_cookie.h). */
 int iwn_net_listen(struct iwn_net *net, uint16_t port, uint32_t backlog);
+/* The same on a free port of the dynamic range (49152..65535, shared
+ * with connect's choice), written to *port: what bind(0) + listen give
+ * a kernel socket (rdma_cm listeners on port 0: libfabric's). */
+int iwn_net_listen_ephemeral(struct iwn_net *net, uint32_t backlog, uint16_t *port);
 /* Stop accepting on port; connections not yet accepted there are reset. */
 void iwn_net_unlisten(struct iwn_net *net, uint16_t port, uint64_t now);
 /* A passively opened connection that reached ESTABLISHED (or beyond),

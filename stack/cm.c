@@ -537,7 +537,10 @@ int iw_cm_connect(struct iw_cm_id *id, struct iw_qp *qp, const struct sockaddr *
 	rc = id->ctx->conn_factory->open(id->ctx->conn_factory, id->ctx, &c);
 	if (rc < 0)
 		goto out;
-	rc = c->ops->connect(c, dst);
+	if (param && param->src_addr)
+		rc = c->ops->bind_src ? c->ops->bind_src(c, param->src_addr) : -EOPNOTSUPP;
+	if (rc >= 0)
+		rc = c->ops->connect(c, dst);
 	if (rc < 0) {
 		c->ops->close(c, IW_CONN_ABORT);
 		goto out;

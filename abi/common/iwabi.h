@@ -205,4 +205,14 @@ static inline bool iwabi_fd_nonblocking(int fd)
 }
 const struct iwabi_bridge *__iwarp_abi_bridge(void);
 
+/* IWARP_STATS (stats.c): counters of QPs created, destroyed, live. */
+void iwabi_stats_qp_made(void);
+void iwabi_stats_qp_gone(const struct iw_qp_stats *s);
+void iwabi_stats_add(struct iw_qp_stats *to, const struct iw_qp_stats *s);
+/* Adds every live QP's counters to *t; returns how many had traffic. */
+uint64_t iwabi_qp_stats_sum_live(struct iw_qp_stats *t);
+int iwabi_stats_format(char *buf, size_t len, long pid, bool raw, uint64_t qps, uint64_t active,
+		       const struct iw_qp_stats *t);
+int iwabi_stats_write(const char *path);
+
 #endif

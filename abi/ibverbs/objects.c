@@ -82,7 +82,11 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 /* ------------------------------------------------------------------ */
 /* MRs                                                                 */
 
-#define IWABI_ACCESS_SUPPORTED (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+/* REMOTE_ATOMIC is accepted (libfabric's verbs provider asks for it on
+ * every region): with atomic_cap NONE no peer is told it may send one,
+ * and one that does gets the RDMAP Terminate an unknown opcode gets. */
+#define IWABI_ACCESS_SUPPORTED \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 static unsigned iw_access_of(unsigned access)
 {

@@ -85,6 +85,7 @@ static struct ibv_qp *create(struct ibv_context *ctx, struct ibv_pd *pd, struct 
 	q->all_next = all_qps;
 	all_qps = q;
 	pthread_mutex_unlock(&qps_lock);
+	iwabi_stats_qp_made();
 	return &q->qp;
 }
 
@@ -115,9 +116,12 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	struct iwabi_qp *q = iwabi_qp(qp);
 	if (!qp)
 		return EINVAL;
+	struct iw_qp_stats st;
+	iw_qp_get_stats(q->iw, &st);
 	int rc = iw_destroy_qp(q->iw);
 	if (rc < 0)
 		return -rc;
+	iwabi_stats_qp_gone(&st);
 	pthread_mutex_lock(&qps_lock);
 	for (struct iwabi_qp **pp = &all_qps; *pp; pp = &(*pp)->all_next)
 		if (*pp == q) {
@@ -541,6 +545,21 @@ int iwabi_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 struct iw_qp *iwabi_qp_of(struct ibv_qp *qp)
 {
 	return qp ? iwabi_qp(qp)->iw : NULL;
+}
+
+uint64_t iwabi_qp_stats_sum_live(struct iw_qp_stats *t)
+{
+	uint64_t active = 0;
+	pthread_mutex_lock(&qps_lock);
+	for (struct iwabi_qp *q = all_qps; q; q = q->all_next) {
+		struct iw_qp_stats s;
+		iw_qp_get_stats(q->iw, &s);
+		iwabi_stats_add(t, &s);
+		if (s.fpdus_tx || s.fpdus_rx)
+			active++;
+	}
+	pthread_mutex_unlock(&qps_lock);
+	return active;
 }
 
 struct ibv_qp *iwabi_qp_by_num(uint32_t qp_num)

@@ -56,24 +56,37 @@ static int source_for(const struct sockaddr *dst, struct sockaddr_storage *src)
 	return rc;
 }
 
-/* A specific address must be one of ours (the kernel's, or the raw
- * transport's own). */
-/* libiwarp's connections leave the source to the kernel's route (its
- * connection layer has no bind before connect): an active id bound to
- * another address, or to a port, cannot be honoured and is refused
- * rather than connected from elsewhere. */
-static bool bound_is_route_source(const struct sockaddr_storage *bound, const struct sockaddr_storage *route)
+/* An active id bound to an address or a port connects from it
+ * (iw_conn_param.src_addr: bind before connect, as the kernel's rdma_cm
+ * does); one bound to the wildcard with port 0 leaves both to the route.
+ * Returns the address to bind, or NULL. */
+static const struct sockaddr *bound_source(const struct cm_id *id)
 {
-	if (bound->ss_family != route->ss_family)
-		return false;
-	if (bound->ss_family == AF_INET) {
-		const struct sockaddr_in *b = (const struct sockaddr_in *)bound, *r = (const struct sockaddr_in *)route;
-		return b->sin_port == 0 &&
-		       (b->sin_addr.s_addr == htonl(INADDR_ANY) || b->sin_addr.s_addr == r->sin_addr.s_addr);
+	if (!id->bound)
+		return NULL;
+	const struct sockaddr_storage *b = &id->bound_addr;
+	if (b->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)b;
+		if (s->sin_port == 0 && s->sin_addr.s_addr == htonl(INADDR_ANY))
+			return NULL;
+	} else if (b->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)b;
+		if (s->sin6_port == 0 && IN6_IS_ADDR_UNSPECIFIED(&s->sin6_addr))
+			return NULL;
 	}
-	const struct sockaddr_in6 *b = (const struct sockaddr_in6 *)bound, *r = (const struct sockaddr_in6 *)route;
-	return b->sin6_port == 0 && (IN6_IS_ADDR_UNSPECIFIED(&b->sin6_addr) ||
-				     memcmp(&b->sin6_addr, &r->sin6_addr, sizeof(r->sin6_addr)) == 0);
+	return (const struct sockaddr *)b;
+}
+
+/* The family of a bound source must be the destination's. */
+static bool source_fits(const struct cm_id *id, const struct sockaddr *dst)
+{
+	const struct sockaddr *b = bound_source(id);
+	return !b || b->sa_family == dst->sa_family;
+}
+
+static bool is_loopback4(const struct sockaddr_in *sin)
+{
+	return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
 }
 
 static int check_local(const struct sockaddr *a)
@@ -85,6 +98,12 @@ static int check_local(const struct sockaddr *a)
 			return 0;
 		if (raw) {
 			struct in_addr r;
+			/* Loopback too: rdma_cm binds it to a device like any
+			 * local address (libfabric's verbs provider probes with
+			 * 127.0.0.1); a listen there is one on our address
+			 * (rdma_listen), the raw transport having no loopback. */
+			if (is_loopback4(sin))
+				return 0;
 			return inet_pton(AF_INET, raw, &r) == 1 && r.s_addr == sin->sin_addr.s_addr ? 0
 												 : -EADDRNOTAVAIL;
 		}
@@ -154,9 +173,26 @@ int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struct socka
 		return rc;
 	memset(&cid->route.addr.dst_storage, 0, sizeof(cid->route.addr.dst_storage));
 	memcpy(&cid->route.addr.dst_storage, dst, sa_len(dst));
+	if (!source_fits(id, dst))
+		return fail(EAFNOSUPPORT);
 	rc = source_for(dst, &s);
-	if (rc == 0 && id->bound && !bound_is_route_source(&id->bound_addr, &s))
-		return fail(EOPNOTSUPP);
+	if (rc == 0 && bound_source(id)) {
+		/* The bound address where it names one; the route's otherwise
+		 * (bound to the wildcard with a port). */
+		const struct sockaddr *b = bound_source(id);
+		bool any = b->sa_family == AF_INET
+				   ? ((const struct sockaddr_in *)b)->sin_addr.s_addr == htonl(INADDR_ANY)
+				   : IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)b)->sin6_addr);
+		if (b->sa_family == AF_INET) {
+			if (!any)
+				((struct sockaddr_in *)&s)->sin_addr = ((const struct sockaddr_in *)b)->sin_addr;
+			((struct sockaddr_in *)&s)->sin_port = ((const struct sockaddr_in *)b)->sin_port;
+		} else {
+			if (!any)
+				((struct sockaddr_in6 *)&s)->sin6_addr = ((const struct sockaddr_in6 *)b)->sin6_addr;
+			((struct sockaddr_in6 *)&s)->sin6_port = ((const struct sockaddr_in6 *)b)->sin6_port;
+		}
+	}
 	if (rc == 0) {
 		memcpy(&cid->route.addr.src_storage, &s, sizeof(s));
 		cid->verbs = B->device_context();
@@ -190,6 +226,11 @@ int rdma_listen(struct rdma_cm_id *cid, int backlog)
 		return fail(EINVAL);
 	struct sockaddr_storage any = { .ss_family = AF_INET };
 	const struct sockaddr *a = id->bound ? (struct sockaddr *)&id->bound_addr : (struct sockaddr *)&any;
+	if (B->raw_ip() && id->bound && id->bound_addr.ss_family == AF_INET &&
+	    is_loopback4((struct sockaddr_in *)&id->bound_addr)) {
+		((struct sockaddr_in *)&any)->sin_port = ((struct sockaddr_in *)&id->bound_addr)->sin_port;
+		a = (struct sockaddr *)&any; /* check_local: our address, same port */
+	}
 	struct iw_listen_param p = { .backlog = backlog };
 	int rc = B->cm_listen_param(id->iw, a, &p);
 	if (rc < 0)
@@ -224,7 +265,26 @@ static int first_fpdu_delay_ms(void)
 	return (int)v;
 }
 
-static void conn_param(const struct rdma_conn_param *cp, struct iw_conn_param *p, bool initiator)
+/* The device's limit on both (ibv_query_device: max_qp_rd_atom,
+ * max_qp_init_rd_atom; libiwarp's maximum). */
+#define IWABI_MAX_RD_ATOM 128
+
+/* rdma_cm's rule for a depth: RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH
+ * (0xFF) ask for the device's maximum (libfabric's verbs provider sends
+ * them), a larger explicit value is EINVAL. */
+static int depth(uint8_t v, uint8_t max_marker, uint16_t *out)
+{
+	if (v == max_marker) {
+		*out = IWABI_MAX_RD_ATOM;
+		return 0;
+	}
+	if (v > IWABI_MAX_RD_ATOM)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int conn_param(const struct rdma_conn_param *cp, struct iw_conn_param *p, bool initiator)
 {
 	memset(p, 0, sizeof(*p));
 	p->first_fpdu_delay_ms = first_fpdu_delay_ms();
@@ -237,13 +297,15 @@ static void conn_param(const struct rdma_conn_param *cp, struct iw_conn_param *p
 	p->p2p = true;
 	p->rtr_types = initiator ? IW_RTR_WRITE : (IW_RTR_WRITE | IW_RTR_READ | IW_RTR_SEND);
 	if (!cp)
-		return;
+		return 0;
 	p->private_data = cp->private_data;
 	p->private_data_len = cp->private_data ? cp->private_data_len : 0;
 	/* Our IRD is what we answer (responder resources), our ORD what we
 	 * issue (initiator depth); 0 keeps libiwarp's default. */
-	p->ird = cp->responder_resources;
-	p->ord = cp->initiator_depth;
+	if (depth(cp->responder_resources, RDMA_MAX_RESP_RES, &p->ird) < 0 ||
+	    depth(cp->initiator_depth, RDMA_MAX_INIT_DEPTH, &p->ord) < 0)
+		return -EINVAL;
+	return 0;
 }
 
 /* The id's QP, or one the program made itself and names by number
@@ -262,7 +324,9 @@ int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *cp)
 	struct ibv_qp *qp = cid ? conn_qp(cid, cp) : NULL;
 	if (!qp)
 		return fail(EINVAL); /* an iWARP connection needs its QP */
-	conn_param(cp, &p, true);
+	if (conn_param(cp, &p, true) < 0)
+		return fail(EINVAL);
+	p.src_addr = bound_source(id);
 	id->active = true;
 	int rc = B->cm_connect(id->iw, B->qp_of(qp), (struct sockaddr *)&cid->route.addr.dst_storage, &p);
 	if (rc < 0)
@@ -282,7 +346,8 @@ int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *cp)
 	struct ibv_qp *qp = cid ? conn_qp(cid, cp) : NULL;
 	if (!qp)
 		return fail(EINVAL);
-	conn_param(cp, &p, false);
+	if (conn_param(cp, &p, false) < 0)
+		return fail(EINVAL);
 	int rc = B->cm_accept(id->iw, B->qp_of(qp), &p);
 	free(id->held);
 	id->held = NULL;

@@ -522,6 +522,10 @@ int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
 		return -1;
 	}
 	pthread_mutex_lock(&cm_lock);
+	/* As librdmacm: the events the program got for the id are acked
+	 * first (they name the channel it leaves). */
+	while (id->events_out)
+		pthread_cond_wait(&cm_acked, &cm_lock);
 	struct cm_chan *from = id->chan;
 	/* Events already queued for the id move with it, in order. */
 	struct cm_ev **pp = &from->head, *last = NULL;

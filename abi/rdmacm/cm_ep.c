@@ -222,16 +222,22 @@ void rdma_destroy_ep(struct rdma_cm_id *cid)
 /* ------------------------------------------------------------------ */
 /* rdma_getaddrinfo                                                    */
 
-int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
-		     struct rdma_addrinfo **res)
+static struct sockaddr *dup_addr(const struct sockaddr *a, socklen_t len)
+{
+	struct sockaddr *d = malloc(len);
+	if (d)
+		memcpy(d, a, len);
+	return d;
+}
+
+/* The address a name (or service) stands for: IPv4 first when both
+ * exist, the raw transport being IPv4 only. 0, or getaddrinfo's error
+ * (errno set). */
+static int lookup(const char *node, const char *service, const struct rdma_addrinfo *hints,
+		  struct sockaddr **out, socklen_t *len)
 {
 	struct addrinfo h = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
-	if (!res || (!node && !service))
-		return fail(EINVAL);
 	if (hints) {
-		if (hints->ai_family == AF_IB || (hints->ai_port_space && hints->ai_port_space != RDMA_PS_TCP) ||
-		    (hints->ai_qp_type && hints->ai_qp_type != IBV_QPT_RC))
-			return fail(EOPNOTSUPP);
 		h.ai_family = hints->ai_family;
 		if (hints->ai_flags & RAI_PASSIVE)
 			h.ai_flags |= AI_PASSIVE;
@@ -243,43 +249,79 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 		errno = rc == EAI_SYSTEM ? errno : rc == EAI_MEMORY ? ENOMEM : EADDRNOTAVAIL;
 		return rc == EAI_SYSTEM ? -1 : rc;
 	}
-	/* IPv4 first when both exist: the raw transport is IPv4 only. */
 	struct addrinfo *pick = ai;
 	for (struct addrinfo *p = ai; p; p = p->ai_next)
 		if (p->ai_family == AF_INET) {
 			pick = p;
 			break;
 		}
-	struct rdma_addrinfo *r = calloc(1, sizeof(*r));
-	struct sockaddr *a = malloc(pick->ai_addrlen);
-	if (!r || !a) {
-		free(r);
-		free(a);
-		freeaddrinfo(ai);
+	*out = dup_addr(pick->ai_addr, pick->ai_addrlen);
+	*len = pick->ai_addrlen;
+	freeaddrinfo(ai);
+	if (!*out)
 		return fail(ENOMEM);
-	}
-	memcpy(a, pick->ai_addr, pick->ai_addrlen);
+	return 0;
+}
+
+/* As rdma-core's: node/service name the address (the source with
+ * RAI_PASSIVE, else the destination); with neither, the hints' own
+ * ai_src_addr/ai_dst_addr are the answer (libfabric's verbs provider
+ * asks that way); a source in the hints comes along with a destination
+ * looked up by name. */
+int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
+		     struct rdma_addrinfo **res)
+{
+	bool by_addr = hints && (hints->ai_src_addr || hints->ai_dst_addr);
+	if (!res || (!node && !service && !by_addr))
+		return fail(EINVAL);
+	if (hints && (hints->ai_family == AF_IB || (hints->ai_port_space && hints->ai_port_space != RDMA_PS_TCP) ||
+		      (hints->ai_qp_type && hints->ai_qp_type != IBV_QPT_RC)))
+		return fail(EOPNOTSUPP);
+	struct rdma_addrinfo *r = calloc(1, sizeof(*r));
+	if (!r)
+		return fail(ENOMEM);
 	r->ai_flags = hints ? hints->ai_flags : 0;
-	r->ai_family = pick->ai_family;
 	r->ai_qp_type = IBV_QPT_RC;
 	r->ai_port_space = RDMA_PS_TCP;
-	if (r->ai_flags & RAI_PASSIVE) {
-		r->ai_src_addr = a;
-		r->ai_src_len = pick->ai_addrlen;
-	} else {
-		r->ai_dst_addr = a;
-		r->ai_dst_len = pick->ai_addrlen;
-		if (hints && hints->ai_src_addr && hints->ai_src_len) {
-			r->ai_src_addr = malloc(hints->ai_src_len);
-			if (r->ai_src_addr) {
-				memcpy(r->ai_src_addr, hints->ai_src_addr, hints->ai_src_len);
-				r->ai_src_len = hints->ai_src_len;
-			}
+	if (node || service) {
+		struct sockaddr *a;
+		socklen_t len;
+		int rc = lookup(node, service, hints, &a, &len);
+		if (rc) {
+			int err = errno;
+			free(r);
+			errno = err;
+			return rc;
 		}
+		if (r->ai_flags & RAI_PASSIVE) {
+			r->ai_src_addr = a;
+			r->ai_src_len = len;
+		} else {
+			r->ai_dst_addr = a;
+			r->ai_dst_len = len;
+		}
+	} else if (hints->ai_dst_addr && hints->ai_dst_len) {
+		if (!(r->ai_dst_addr = dup_addr(hints->ai_dst_addr, hints->ai_dst_len)))
+			goto nomem;
+		r->ai_dst_len = hints->ai_dst_len;
 	}
-	freeaddrinfo(ai);
+	/* A source from the hints, unless the lookup made one. */
+	if (hints && hints->ai_src_addr && hints->ai_src_len && !r->ai_src_addr) {
+		if (!(r->ai_src_addr = dup_addr(hints->ai_src_addr, hints->ai_src_len)))
+			goto nomem;
+		r->ai_src_len = hints->ai_src_len;
+	}
+	const struct sockaddr *fam = r->ai_dst_addr ? r->ai_dst_addr : r->ai_src_addr;
+	if (!fam || (fam->sa_family != AF_INET && fam->sa_family != AF_INET6)) {
+		rdma_freeaddrinfo(r);
+		return fail(fam ? EAFNOSUPPORT : EINVAL);
+	}
+	r->ai_family = fam->sa_family;
 	*res = r;
 	return 0;
+nomem:
+	rdma_freeaddrinfo(r);
+	return fail(ENOMEM);
 }
 
 void rdma_freeaddrinfo(struct rdma_addrinfo *res)

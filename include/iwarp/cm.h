@@ -103,6 +103,11 @@ struct iw_conn_param {
 	 * the user timeout to zero-window probing too). On the raw
 	 * transport our own TCP applies the same rule. At least 100. */
 	int dead_peer_timeout_ms;
+	/* Initiator: the local address (and port, 0: any) the connection
+	 * comes from, as bind() before connect(); NULL: the route's choice.
+	 * It must be one of ours (the raw transport has exactly one address):
+	 * else iw_cm_connect fails with -EADDRNOTAVAIL (or -EADDRINUSE). */
+	const struct sockaddr *src_addr;
 };
 
 enum iw_cm_event_type {

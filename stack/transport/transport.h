@@ -87,6 +87,9 @@ struct iw_conn_ops {
 	/* Active: start connecting. <0: refused at once (nothing started);
 	 * 0: connected() tells the outcome. */
 	int (*connect)(struct iw_conn *c, const struct sockaddr *dst);
+	/* Active, optional, before connect: the local address to connect
+	 * from (iw_conn_param.src_addr). 0 or -errno; absent: -EOPNOTSUPP. */
+	int (*bind_src)(struct iw_conn *c, const struct sockaddr *src);
 	/* Active: 1 connected, 0 not yet, <0 failed (-errno). */
 	int (*connected)(struct iw_conn *c);
 	/* MPA exchange bytes. send: bytes taken (0: no room now) or -errno;

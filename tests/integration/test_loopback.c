@@ -447,6 +447,46 @@ START_TEST(test_connect_closed_port)
 }
 END_TEST
 
+/* iw_conn_param.src_addr: the connection comes from that address and
+ * port (bind before connect: rdma_cm ids bound before rdma_connect);
+ * an address that is not ours is refused at once. */
+START_TEST(test_connect_from_source)
+{
+	struct pair p;
+	struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1) };
+	socklen_t len = sizeof(src);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&src, &len), 0);
+	close(fd); /* a port that was free just now */
+	struct iw_conn_param cp = { .src_addr = (struct sockaddr *)&src };
+	pair_connect(&p, AF_INET, &cp, NULL);
+	struct sockaddr_storage lo, pe;
+	ck_assert_int_eq(iw_cm_local_addr(p.c.id, &lo), 0);
+	ck_assert_int_eq(iw_cm_peer_addr(p.s.id, &pe), 0);
+	ck_assert_mem_eq(&((struct sockaddr_in *)&lo)->sin_addr, &src.sin_addr, sizeof(src.sin_addr));
+	ck_assert_uint_eq(ss_port(&lo), ntohs(src.sin_port));
+	ck_assert_mem_eq(&((struct sockaddr_in *)&pe)->sin_addr, &src.sin_addr, sizeof(src.sin_addr));
+	ck_assert_uint_eq(ss_port(&pe), ntohs(src.sin_port));
+	pair_close(&p);
+
+	/* Not an address of this machine (TEST-NET-3): refused, nothing
+	 * started, the id and QP still usable. */
+	struct sockaddr_in foreign = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0xcb007101) };
+	cp.src_addr = (struct sockaddr *)&foreign;
+	pair_listen(&p, AF_INET, 8);
+	ep_init(&p.c);
+	ck_assert_int_eq(iw_cm_create_id(p.cch, NULL, &p.c.id), 0);
+	ck_assert_int_eq(iw_cm_connect(p.c.id, p.c.qp, (struct sockaddr *)&p.addr, &cp), -EADDRNOTAVAIL);
+	ck_assert_int_eq(iw_cm_connect(p.c.id, p.c.qp, (struct sockaddr *)&p.addr, NULL), 0);
+	ep_init(&p.s);
+	pair_accept(&p, NULL);
+	ev_expect_ack(p.sch, IW_CM_EVENT_ESTABLISHED);
+	ev_expect_ack(p.cch, IW_CM_EVENT_ESTABLISHED);
+	pair_close(&p);
+}
+END_TEST
+
 /* The responder's own policy refuses: it sends a reject frame (the
  * initiator sees REJECTED) and reports CONNECT_ERROR on its id. */
 START_TEST(test_accept_policy_reject)
@@ -1731,6 +1771,7 @@ static Suite *loopback_suite(void)
 	tcase_add_test(tc, test_pdata_limit);
 	tcase_add_test(tc, test_reject_pdata);
 	tcase_add_test(tc, test_connect_closed_port);
+	tcase_add_test(tc, test_connect_from_source);
 	tcase_add_test(tc, test_request_timeout);
 	tcase_add_test(tc, test_request_with_trailing_data);
 	tcase_add_test(tc, test_backlog);

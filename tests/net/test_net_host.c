@@ -566,6 +566,39 @@ START_TEST(test_random_frames)
 }
 END_TEST
 
+/* Port 0 listeners (rdma_cm's, libfabric's): a free port of the dynamic
+ * range each time, never one in use, and a SYN to it is answered. */
+START_TEST(test_listen_ephemeral)
+{
+	struct iwn_net net;
+	host(&net);
+	uint16_t p1 = 0, p2 = 0;
+	ck_assert_int_eq(iwn_net_listen_ephemeral(&net, 4, &p1), 0);
+	ck_assert_int_eq(iwn_net_listen_ephemeral(&net, 4, &p2), 0);
+	ck_assert_uint_ge(p1, 49152);
+	ck_assert_uint_ge(p2, 49152);
+	ck_assert_uint_ne(p1, p2);
+	ck_assert_int_eq(iwn_net_listen(&net, p1, 1), -EADDRINUSE);
+	ck_assert_int_eq(iwn_net_listen_ephemeral(&net, 0, &p1), -EINVAL);
+	uint8_t f[128];
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REQUEST, iwn_eth_broadcast, PEER_IP, OUR_IP), 0);
+	cap.n = 0;
+	iwn_net_input(&net, f, tcp_frame(f, IWN_TCP_SYN, 1000, 0, p2, 0), 0);
+	ck_assert_int_eq(cap.n, 1);
+	struct iwn_tcp_hdr h;
+	ck_assert_int_eq(iwn_tcp_parse(cap.f[0] + 34, cap.len[0] - 34, OUR_IP, PEER_IP, &h), 0);
+	ck_assert_uint_eq(h.flags, IWN_TCP_SYN | IWN_TCP_ACK);
+	ck_assert_uint_eq(h.sport, p2);
+	/* A connect's own port is never a listener's. */
+	iwn_net_unlisten(&net, p1, 0);
+	int err;
+	struct iwn_tcp_conn *c = iwn_net_connect(&net, PEER_IP, 80, 0, 0, &err);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_uint_ne(c->lport, p2);
+	iwn_net_fini(&net);
+}
+END_TEST
+
 static Suite *host_suite(void)
 {
 	Suite *s = suite_create("net_host");
@@ -582,6 +615,7 @@ static Suite *host_suite(void)
 	tcase_add_test(t, test_rst_without_sack);
 	tcase_add_test(t, test_arp_bad_sender_mac);
 	tcase_add_test(t, test_app_call_time_reaches_arp);
+	tcase_add_test(t, test_listen_ephemeral);
 	suite_add_tcase(s, t);
 	return s;
 }

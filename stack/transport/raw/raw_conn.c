@@ -1,8 +1,9 @@
 /* Connections over our TCP on the context's raw device (struct iw_conn,
- * transport.h): IPv4 on-link peers, listeners on a fixed port of our
- * address. Every pass of the device (frames in, timers run) tells a
- * connection that waits for I/O; it has no finer readiness. Handed to
- * the raw transport once the MPA exchange succeeded. */
+ * transport.h): IPv4 on-link peers, listeners on a port of our address
+ * (a fixed one, or one of the dynamic range for port 0). Every pass of
+ * the device (frames in, timers run) tells a connection that waits for
+ * I/O; it has no finer readiness. Handed to the raw transport once the
+ * MPA exchange succeeded. */
 #include "raw_transport.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@ struct raw_conn {
 	struct iw_rawdev *dev;
 	struct iwn_tcp_conn *c; /* NULL: none yet, or a listener */
 	uint16_t lport;         /* listener: the port on our address */
+	uint16_t src_port;      /* bind_src's port for connect (0: any) */
 	struct iw_rawdev_user user;
 	bool user_on;
 };
@@ -49,9 +51,9 @@ static int rc_listen(struct iw_conn *c, const struct sockaddr *addr, int backlog
 	if (ip != 0 && ip != r->dev->net.cfg.ip)
 		return -EADDRNOTAVAIL;
 	uint16_t port = ntohs(sin->sin_port);
-	if (port == 0)
-		return -EINVAL; /* no ephemeral listeners on our TCP */
-	int rc = iwn_net_listen(&r->dev->net, port, (uint32_t)backlog);
+	/* Port 0: one of the dynamic range, as a kernel socket's bind. */
+	int rc = port ? iwn_net_listen(&r->dev->net, port, (uint32_t)backlog)
+		      : iwn_net_listen_ephemeral(&r->dev->net, (uint32_t)backlog, &port);
 	if (rc < 0)
 		return rc;
 	r->lport = port;
@@ -88,10 +90,25 @@ static int rc_connect(struct iw_conn *c, const struct sockaddr *dst)
 	uint32_t ra = ntohl(sin->sin_addr.s_addr);
 	if (!iw_rawdev_on_link(r->dev, ra))
 		return -ENETUNREACH;
-	r->c = iwn_net_connect(&r->dev->net, ra, ntohs(sin->sin_port), 0, iw_rawdev_now_us(), &rc);
+	r->c = iwn_net_connect(&r->dev->net, ra, ntohs(sin->sin_port), r->src_port, iw_rawdev_now_us(), &rc);
 	if (!r->c)
 		return rc;
 	iw_rawdev_flush(r->dev);
+	return 0;
+}
+
+/* Our one address (or the wildcard), any port or a free one. */
+static int rc_bind_src(struct iw_conn *c, const struct sockaddr *src)
+{
+	struct raw_conn *r = rc_of(c);
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)src;
+
+	if (src->sa_family != AF_INET)
+		return -EAFNOSUPPORT;
+	uint32_t ip = ntohl(sin->sin_addr.s_addr);
+	if (ip != 0 && ip != r->dev->net.cfg.ip)
+		return -EADDRNOTAVAIL;
+	r->src_port = ntohs(sin->sin_port);
 	return 0;
 }
 
@@ -267,6 +284,7 @@ struct iw_conn_factory iw_raw_conn_factory = { .open = rc_open };
 
 static const struct iw_conn_ops rc_ops = {
 	.listen = rc_listen, .accept = rc_accept, .connect = rc_connect, .connected = rc_connected,
+	.bind_src = rc_bind_src,
 	.send = rc_send, .recv = rc_recv, .pending = rc_pending, .want = rc_want, .close = rc_close,
 	.mulpdu = rc_mulpdu, .dead_peer = rc_dead_peer, .local_addr = rc_local_addr,
 	.peer_addr = rc_peer_addr, .to_transport = rc_to_transport,

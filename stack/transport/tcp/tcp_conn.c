@@ -20,6 +20,7 @@ struct tcp_conn {
 	bool watching;
 	uint32_t revents;      /* of the last wake-up (connect completion) */
 	int connect_err;       /* connect() failed at once */
+	struct sockaddr_storage src; /* bind_src: ss_family 0 when none */
 	uint32_t trace_conn;
 };
 
@@ -137,10 +138,27 @@ static int tc_connect(struct iw_conn *c, const struct sockaddr *dst)
 		t->watch.fd = -1;
 		return rc;
 	}
+	if (t->src.ss_family && bind(t->watch.fd, (struct sockaddr *)&t->src, sa_len((struct sockaddr *)&t->src)) < 0) {
+		rc = -errno; /* not ours, or the port is taken: refused at once */
+		close(t->watch.fd);
+		t->watch.fd = -1;
+		return rc;
+	}
 	if (connect(t->watch.fd, dst, sa_len(dst)) == 0)
 		t->revents = EPOLLOUT;
 	else if (errno != EINPROGRESS && errno != EINTR)
 		t->connect_err = -errno; /* reported by connected(), like a late failure */
+	return 0;
+}
+
+static int tc_bind_src(struct iw_conn *c, const struct sockaddr *src)
+{
+	struct tcp_conn *t = tc_of(c);
+
+	if (src->sa_family != AF_INET && src->sa_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	memset(&t->src, 0, sizeof(t->src));
+	memcpy(&t->src, src, sa_len(src));
 	return 0;
 }
 
@@ -404,6 +422,7 @@ static struct iw_transport *tc_to_transport(struct iw_conn *c, struct iw_qp *qp,
 
 static const struct iw_conn_ops tc_ops = {
 	.listen = tc_listen, .accept = tc_accept, .connect = tc_connect, .connected = tc_connected,
+	.bind_src = tc_bind_src,
 	.send = tc_send, .recv = tc_recv, .pending = tc_pending, .want = tc_want, .close = tc_close,
 	.mulpdu = tc_mulpdu, .dead_peer = tc_dead_peer, .local_addr = tc_local_addr,
 	.peer_addr = tc_peer_addr, .to_transport = tc_to_transport,
