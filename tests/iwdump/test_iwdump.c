@@ -410,6 +410,34 @@ START_TEST(test_truncated)
 }
 END_TEST
 
+/* An RST from either side inside an FPDU is an abortive close, not the
+ * sender's framing error (interop_abi: siw's ib_write_bw server exits and
+ * resets while our WRITEs still stream). A FIN there stays a violation
+ * (test_truncated). */
+START_TEST(test_truncated_by_reset)
+{
+	for (int by = A; by <= B; by++) {
+		const char *name = by == A ? "v_trunc_rst_a.pcap" : "v_trunc_rst_b.pcap";
+		struct iwd_gen *g = start(name, &crc_on);
+		struct iwd_gen_fpdu f = iwd_gen_msg(g, A, IW_OP_SEND, 2000, 0, 0, NULL, NULL);
+		char out_name[80], *out;
+
+		g->len[A] = f.start + 100;
+		iwd_gen_flight(g);
+		ck_assert_int_eq(iwt_tcp_reset(&g->tcp, by), 0);
+		iwd_gen_end(g);
+		snprintf(out_name, sizeof(out_name), "%s.out", name);
+		ck_assert_int_eq(run(name, check_args, out_name, &out), 0);
+		ck_assert_int_eq(iwd_count_prefix(out, "VIOLATION"), 0);
+		assert_linef(out, "NOTE conn 1 dir A>B frame %" PRIu64 ": connection reset inside an FPDU (abortive close)",
+			     iwd_gen_last_frame(g));
+		assert_line(out, "TOTAL 1 connections, 0 violations, 0 warnings");
+		free(out);
+		iwd_gen_free(g);
+	}
+}
+END_TEST
+
 START_TEST(test_marker_fpduptr)
 {
 	struct iwd_gen_opts o = {.crc = true, .markers = true};
@@ -782,6 +810,7 @@ static Suite *iwdump_suite(void)
 	tcase_add_test(tv, test_wrong_mo);
 	tcase_add_test(tv, test_ulpdu_too_small);
 	tcase_add_test(tv, test_truncated);
+	tcase_add_test(tv, test_truncated_by_reset);
 	tcase_add_test(tv, test_marker_fpduptr);
 	tcase_add_test(tv, test_ird_exceeded);
 	tcase_add_test(tv, test_mpa_handshakes);

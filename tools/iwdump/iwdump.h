@@ -176,6 +176,7 @@ struct iwd_conn {
 	const struct iwd_opts *opts;
 	bool conn_warned;
 	uint64_t conn_warnings;
+	bool reset;          /* an RST ended it: an FPDU cut there is an abort, not a framing error */
 	const char *skip_reason;
 };
 

@@ -293,8 +293,16 @@ void iwd_sess_end(struct iwd_conn *c, int dir, const struct iwd_where *w)
 		iwd_out_note(c, dir, w, "stream ended inside the MPA %s", dir == IW_CHK_I2R ? "Request" : "Reply");
 	if (s->state != IWD_S_FPDU || s->dead[dir] || !s->chk)
 		return;
-	if (iw_rdmap_check_end(s->chk, dir, &ev))
-		handle_ev(c, dir, &ev, w);
+	if (iw_rdmap_check_end(s->chk, dir, &ev)) {
+		/* Either side may abort a connection at any byte (a receiver
+		 * that has what it needs often does): the FPDU the RST cut is
+		 * no framing error of the sender's. A FIN inside an FPDU, or a
+		 * capture ending there, still is reported. */
+		if (c->reset && ev.has_violation && ev.viol.code == IW_CHK_TRUNCATED)
+			iwd_out_note(c, dir, w, "connection reset inside an FPDU (abortive close)");
+		else
+			handle_ev(c, dir, &ev, w);
+	}
 	s->dead[dir] = true;
 }
 

@@ -378,6 +378,7 @@ static void stream_packet(struct iwd_conn *c, int dir, const struct iwd_pkt *p, 
 			gap(c, !dir, o->next, hole_end(o, p->ack) - o->next, w, "");
 	}
 	if (p->flags & IWD_TCP_RST) {
+		c->reset = true;
 		conn_close(c, w);
 		return;
 	}
