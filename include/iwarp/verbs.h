@@ -263,6 +263,17 @@ struct iw_qp_init_attr {
 	struct iw_qp_cap cap;
 	bool sq_sig_all;    /* every send WR completes, signaled or not */
 	void *qp_context;
+	/* Verified placement: no received payload byte (WRITE, READ
+	 * response, SEND) reaches application memory before its FPDU's MPA
+	 * CRC matched; payload is staged in a 64 KiB per-QP buffer and copied
+	 * after the check (cost: docs/bench.md). Such a QP insists on CRC
+	 * (its connections ask for CRC as IW_CRC_REQUIRED does, whatever the
+	 * connection parameter says). Also turned on for every QP by the
+	 * environment variable IWARP_VERIFIED_PLACEMENT=1 (so programs using
+	 * the verbs ABI libraries get it without changes). Default: payload
+	 * is placed as it streams in, and a bad CRC ends the connection with
+	 * a Terminate after the bytes were written. */
+	bool verified_placement;
 };
 
 enum iw_qp_state {
