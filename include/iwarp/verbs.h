@@ -73,6 +73,17 @@ struct iw_context_attr {
 	enum iw_transport_kind transport;
 	const char *raw_dev;
 	const char *raw_ip;
+	/* Busy polling for latency-sensitive users, off (0) by default: a
+	 * call that would block (iw_progress with a timeout, the progress
+	 * thread) first polls the context's sockets without sleeping for up
+	 * to busy_poll_us microseconds. A message arriving within that time
+	 * is seen without a sleep and wake-up; the price is CPU: each wait
+	 * burns up to busy_poll_us of a core, so a thread waiting on a quiet
+	 * connection uses up to one full core while messages keep arriving
+	 * within busy_poll_us of each other (docs/bench.md, "Busy polling").
+	 * 0: the environment variable IWARP_BUSY_POLL_US, if set, gives it
+	 * (so verbs programs get it without changes); at most 1000000. */
+	uint32_t busy_poll_us;
 };
 
 /* attr may be NULL: every default (kernel TCP, the limits shown, tracing
