@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,11 @@ static int busy_poll(struct iw_context *ctx, struct epoll_event *evs, int *timeo
 	do {
 		k = epoll_wait(ctx->epfd, evs, MAX_EVENTS, 0);
 		now = iw_now_ns();
+		/* More spinners than cores (the peer process on this core, a
+		 * loaded machine): let a runnable thread have the core, else
+		 * the peer's answer waits for the whole spin. */
+		if (k == 0)
+			sched_yield();
 	} while (k == 0 && now < end);
 	if (*timeout_ms > 0) {
 		uint64_t ms = (now - t0) / 1000000u;
