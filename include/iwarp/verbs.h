@@ -76,7 +76,8 @@ struct iw_context_attr {
 	/* Busy polling for latency-sensitive users, off (0) by default: a
 	 * call that would block (iw_progress with a timeout, the progress
 	 * thread) first polls the context's sockets without sleeping for up
-	 * to busy_poll_us microseconds. A message arriving within that time
+	 * to busy_poll_us microseconds (yielding the core between polls, so
+	 * a peer thread on the same core still runs). A message arriving within that time
 	 * is seen without a sleep and wake-up; the price is CPU: each wait
 	 * burns up to busy_poll_us of a core, so a thread waiting on a quiet
 	 * connection uses up to one full core while messages keep arriving
