@@ -418,6 +418,41 @@ START_TEST(test_crc_required)
 }
 END_TEST
 
+/* A WRITE's FPDU stalls (i 0: its whole payload is in the stage, two
+ * CRC bytes missing; i 1: halfway through the payload); the application
+ * deregisters the region and reuses the memory; the rest arrives. The
+ * staged payload must never be copied out: (1,1,0x00), memory as reused. */
+START_TEST(test_dereg_while_staged)
+{
+	enum { SZ = 8192 };
+	uint8_t *mem = malloc(SZ), h[14], *data = malloc(4000), *buf = malloc(8192);
+	struct iw_mr *mr;
+
+	ck_assert(mem && data && buf);
+	memset(mem, 0x22, SZ);
+	memset(data, 0xD1, 4000);
+	up_verified(false);
+	ck_assert_int_eq(iw_reg_mr(E.pd, mem, SZ, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE, &mr), 0);
+	hp_hdr_tagged(h, IW_OP_WRITE, iw_mr_stag(mr), (uint64_t)(uintptr_t)mem + 100, true);
+	ssize_t n = hp_build(E.peer, h, sizeof(h), data, 4000, buf, 8192);
+	ck_assert_int_gt(n, 3000);
+	size_t cut = _i == 0 ? (size_t)n - 2 : 2000;
+	ck_assert_int_eq(hp_send_raw(E.peer, buf, cut, 2000), 0);
+	usleep(200000);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	memset(mem, 0xAB, SZ); /* reused by the application */
+	ck_assert_int_eq(hp_send_raw(E.peer, buf + cut, (size_t)n - cut, 2000), 0);
+	hp_env_expect_term(&E, T(1, 1, 0x00), h, sizeof(h));
+	for (size_t i = 0; i < SZ; i++)
+		if (mem[i] != 0xAB)
+			ck_abort_msg("byte %zu written after deregistration", i);
+	free(mem);
+	free(data);
+	free(buf);
+	down();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hostile_verified");
@@ -433,6 +468,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_default_places_unverified);
 	tcase_add_loop_test(tc, test_valid_traffic, 0, 4);
 	tcase_add_test(tc, test_crc_required);
+	tcase_add_loop_test(tc, test_dereg_while_staged, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
