@@ -146,7 +146,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct iw_rdmap_conn_ops ops = { f_stag, f_recv_buf, f_invalidate, f_event };
 	static struct iovec sq_sgl[8 * IW_RDMAP_MAX_SGE];
 	static uint8_t tx_markers[8 * IW_MPA_TX_MAX_MARKERS][IW_MPA_MARKER_LEN];
-	struct iw_rdmap_conn_mem mem = { sq, 8, ird, 4, tx, 8, sq_sgl, IW_RDMAP_MAX_SGE, tx_markers, false };
+	/* Mode bit 8: verified placement (payload staged until its CRC). */
+	static uint8_t rx_stage[65536];
+	struct iw_rdmap_conn_mem mem = {
+		.sq = sq, .sq_depth = 8, .ird = ird, .n_ird = 4, .tx = tx, .n_tx = 8,
+		.sgl_pool = sq_sgl, .max_sge = IW_RDMAP_MAX_SGE, .tx_markers = tx_markers,
+		.rx_stage = (mode & 8) ? rx_stage : NULL, .rx_stage_len = sizeof(rx_stage),
+	};
 	FUZZ_CHECK(iw_rdmap_conn_init(&c, &cfg, &ops, &f, &mem) == 0);
 
 	/* Two READs outstanding so Read Responses have something to match. */

@@ -217,8 +217,32 @@ static void ev_fill(const struct iw_mpa_rx *rx, struct iw_mpa_rx_event *ev,
 	ev->payload_len = payload_len(rx);
 }
 
+/* Scatter len bytes from src over the caller's sink list (what does not
+ * fit is dropped, as in the streaming path). */
+static void scatter(const struct iovec *v, int nv, const uint8_t *src, size_t len)
+{
+	for (int i = 0; i < nv && len; i++) {
+		size_t n = v[i].iov_len < len ? v[i].iov_len : len;
+
+		if (!v[i].iov_base)
+			continue;
+		memcpy(v[i].iov_base, src, n);
+		src += n;
+		len -= n;
+	}
+}
+
+/* Verified placement: the CRC matched, the staged payload may go out. */
+static void place_staged(struct iw_mpa_rx *rx)
+{
+	if (rx->nvsink)
+		scatter(rx->vsink, rx->nvsink, rx->stage_iov.iov_base, rx->stage_iov.iov_len);
+	rx->nvsink = 0;
+}
+
 static bool fail(struct iw_mpa_rx *rx, struct iw_mpa_rx_event *ev, uint8_t ecode)
 {
+	rx->nvsink = 0; /* a staged payload is never placed */
 	rx->state = IW_MPA_RX_S_DEAD;
 	rx->cause = IW_TERM_CAUSE(IW_LAYER_MPA, IW_ETYPE_MPA, ecode);
 	ev_fill(rx, ev, IW_MPA_RX_ERROR);
@@ -310,6 +334,7 @@ static bool rx_consume(struct iw_mpa_rx *rx, enum rx_kind k, const uint8_t *byte
 		if (rx->cfg.crc &&
 		    iw_crc32c_final(rx->crc) != iw_crc32c_get_wire(rx->trailer + pad))
 			return fail(rx, ev, IW_ECODE_MPA_CRC);
+		place_staged(rx);
 		ev_fill(rx, ev, IW_MPA_RX_FPDU);
 		rx->state = IW_MPA_RX_S_LEN;
 		rx->have = 0;
@@ -328,6 +353,9 @@ void iw_mpa_rx_init(struct iw_mpa_rx *rx, const struct iw_mpa_rx_config *cfg)
 		rx->cfg = *cfg;
 	if (!rx->cfg.max_ulpdu)
 		rx->cfg.max_ulpdu = IW_MPA_ULPDU_MAX;
+	/* Every accepted payload must fit the stage. */
+	if (rx->cfg.stage && rx->cfg.stage_len < rx->cfg.max_ulpdu)
+		rx->cfg.max_ulpdu = (uint16_t)(rx->cfg.stage_len > 2 ? rx->cfg.stage_len : 2);
 	rx->state = IW_MPA_RX_S_LEN;
 	rx->crc = iw_crc32c_init();
 }
@@ -393,8 +421,11 @@ static size_t fast_tail(struct iw_mpa_rx *rx, const uint8_t *p, size_t len, stru
 		return 0;
 	if (rx->cfg.crc)
 		rx->crc = iw_crc32c_update(rx->crc, p, left + pad);
+	/* Verified placement of a payload wholly in this chunk: check the CRC
+	 * on the input, then copy once, straight to the caller's sink. */
+	bool direct = rx->nvsink && rx->payload_done == 0;
 	rx->payload_done += (uint32_t)left;
-	while (left && rx->sink_idx < rx->nsink) {
+	while (!direct && left && rx->sink_idx < rx->nsink) {
 		const struct iovec *v = &rx->sink[rx->sink_idx];
 		size_t n = v->iov_len - rx->sink_off;
 
@@ -414,6 +445,12 @@ static size_t fast_tail(struct iw_mpa_rx *rx, const uint8_t *p, size_t len, stru
 	if (rx->cfg.crc && iw_crc32c_final(rx->crc) != iw_crc32c_get_wire(rx->trailer + pad)) {
 		fail(rx, ev, IW_ECODE_MPA_CRC);
 		return total;
+	}
+	if (direct) {
+		scatter(rx->vsink, rx->nvsink, p, left);
+		rx->nvsink = 0;
+	} else {
+		place_staged(rx);
 	}
 	ev_fill(rx, ev, IW_MPA_RX_FPDU);
 	rx->state = IW_MPA_RX_S_LEN;
@@ -522,6 +559,16 @@ void iw_mpa_rx_set_sink(struct iw_mpa_rx *rx, const struct iovec *sink, int nsin
 		sink = NULL;
 		nsink = 0;
 	}
+	rx->nvsink = 0;
+	if (sink && rx->cfg.stage && rx->cfg.crc && payload_len(rx)) {
+		/* Verified placement: the payload goes to the stage first. */
+		rx->vsink = sink;
+		rx->nvsink = nsink;
+		rx->stage_iov.iov_base = rx->cfg.stage;
+		rx->stage_iov.iov_len = payload_len(rx) < rx->cfg.stage_len ? payload_len(rx) : rx->cfg.stage_len;
+		sink = &rx->stage_iov;
+		nsink = 1;
+	}
 	rx->sink = sink;
 	rx->nsink = nsink;
 	rx->sink_idx = 0;
@@ -534,8 +581,11 @@ void iw_mpa_rx_set_sink(struct iw_mpa_rx *rx, const struct iovec *sink, int nsin
 
 bool iw_mpa_rx_drop_sink(struct iw_mpa_rx *rx)
 {
+	bool staged = rx->nvsink != 0;
+
+	rx->nvsink = 0; /* a staged payload is then never placed */
 	if (rx->state != IW_MPA_RX_S_PAYLOAD)
-		return false;
+		return staged;
 	/* An index past the list sends the remaining bytes to discard. */
 	rx->sink_idx = rx->nsink;
 	rx->sink_off = 0;

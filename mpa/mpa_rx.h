@@ -48,6 +48,13 @@ struct iw_mpa_rx_config {
 	bool markers;
 	uint16_t max_ulpdu; /* 0 means IW_MPA_ULPDU_MAX */
 	iw_mpa_ulp_lens_fn ulp_lens;
+	/* Verified placement (with crc only): a caller buffer of at least
+	 * max_ulpdu bytes. Payload is staged here and copied to the sink only
+	 * after the FPDU's CRC matched, so no unverified byte reaches the
+	 * sink (a whole FPDU fed in one chunk is checked in place and copied
+	 * once). NULL: payload streams into the sink before the CRC is known. */
+	uint8_t *stage;
+	size_t stage_len;
 };
 
 enum iw_mpa_rx_event_type {
@@ -94,6 +101,11 @@ struct iw_mpa_rx {
 	uint32_t payload_done;
 	const struct iovec *sink;
 	int nsink;
+	/* Verified placement: the caller's sink, written only after the CRC
+	 * check (nvsink 0: nothing pending); sink then points at stage_iov. */
+	const struct iovec *vsink;
+	int nvsink;
+	struct iovec stage_iov;
 	int sink_idx;
 	size_t sink_off;
 	struct iw_term_cause cause;
@@ -120,7 +132,8 @@ void iw_mpa_rx_set_sink(struct iw_mpa_rx *rx, const struct iovec *sink, int nsin
 
 /* The sink given for the current FPDU must no longer be written (its
  * memory is going away): the rest of this payload is dropped (still
- * CRC-checked). Returns true if a payload was in progress. */
+ * CRC-checked). Returns true if a payload was in progress (with verified
+ * placement also while a staged payload waits for its CRC). */
 bool iw_mpa_rx_drop_sink(struct iw_mpa_rx *rx);
 
 /* True between FPDUs (no partial FPDU buffered): a clean place to stop. */

@@ -388,7 +388,10 @@ void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, const void *addr, size_t l
 	const struct iw_ddp_segment *s = &c->rx.seg;
 	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
 
-	if (c->state != IW_RDMAP_ST_RTS || c->mpa_rx.state != IW_MPA_RX_S_PAYLOAD || !s->hdr.tagged)
+	/* A staged payload (verified placement) is still pending in the
+	 * trailer state: it too must not be copied to memory going away. */
+	if (c->state != IW_RDMAP_ST_RTS || !s->hdr.tagged ||
+	    (c->mpa_rx.state != IW_MPA_RX_S_PAYLOAD && !c->mpa_rx.nvsink))
 		return;
 	for (int i = 0; i < s->ndest; i++) {
 		uintptr_t d = (uintptr_t)s->dest[i].iov_base;
@@ -757,6 +760,8 @@ int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *
 		.markers = cfg->markers_rx,
 		.max_ulpdu = cfg->max_ulpdu_rx,
 		.ulp_lens = iw_rdmap_ulp_lens,
+		.stage = mem->rx_stage,
+		.stage_len = mem->rx_stage_len,
 	};
 	iw_mpa_rx_init(&c->mpa_rx, &rc);
 	iw_ddp_rx_init(&c->ddp_rx, &ddp_ops, c);

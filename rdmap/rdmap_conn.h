@@ -184,6 +184,11 @@ struct iw_rdmap_conn_mem {
 	/* With cfg.markers_tx: n_tx * IW_MPA_TX_MAX_MARKERS entries (marker
 	 * scratch of the FPDUs in flight); unused (may be NULL) without. */
 	uint8_t (*tx_markers)[IW_MPA_MARKER_LEN];
+	/* Verified placement (with CRC): rx_stage_len (>= the largest ULPDU
+	 * accepted) bytes where received payload waits for its CRC check
+	 * before it is copied to its destination (mpa_rx.h). NULL: off. */
+	uint8_t *rx_stage;
+	size_t rx_stage_len;
 	/* The storage above is known to be zero (e.g. fresh anonymous pages):
 	 * init leaves it untouched, so pages no WR or FPDU ever uses are never
 	 * made resident. False: init zeroes it. */

@@ -241,6 +241,14 @@ static void cm_get_local(struct iw_cm_id *id)
 /* ------------------------------------------------------------------ */
 /* Parameters                                                          */
 
+/* What the QP itself demands: verified placement has nothing to verify
+ * without CRC, so such a QP refuses connections without it. */
+static void cm_qp_settings(struct iw_cm_id *id, const struct iw_qp *qp)
+{
+	if (qp->verified)
+		id->settings.crc = IW_MPA_CRC_REQUIRED;
+}
+
 static int cm_settings(struct iw_cm_id *id, const struct iw_conn_param *p, bool initiator)
 {
 	struct iw_mpa_settings *s = &id->settings;
@@ -530,6 +538,7 @@ int iw_cm_connect(struct iw_cm_id *id, struct iw_qp *qp, const struct sockaddr *
 	rc = cm_settings(id, param, true);
 	if (rc < 0)
 		goto out;
+	cm_qp_settings(id, qp);
 	id->req.pdata_len = param ? param->private_data_len : 0;
 	if (id->req.pdata_len)
 		memcpy(id->pd, param->private_data, id->req.pdata_len);
@@ -711,6 +720,7 @@ int iw_cm_accept(struct iw_cm_id *id, struct iw_qp *qp, const struct iw_conn_par
 	rc = cm_settings(id, param, false);
 	if (rc < 0)
 		goto out;
+	cm_qp_settings(id, qp);
 	/* A rev 1 Request gets a rev 1 Reply: the 4 enhanced bytes are free. */
 	r = iw_mpa_respond(&id->settings, &id->req, param ? param->private_data : NULL,
 			   param ? param->private_data_len : 0, &reply, &id->outcome);

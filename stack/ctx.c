@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,6 +305,34 @@ static int wait_timeout(struct iw_context *ctx, int timeout_ms)
 	return timeout_ms;
 }
 
+/* Busy polling (iw_context_attr.busy_poll_us), called without the lock
+ * where the caller would block for timeout_ms: polls the epoll set
+ * without sleeping for up to busy_poll_us (bounded by the timeout).
+ * Returns what epoll_wait returned (0: nothing in time) and lowers
+ * *timeout_ms by the time spent. */
+static int busy_poll(struct iw_context *ctx, struct epoll_event *evs, int *timeout_ms)
+{
+	uint64_t us = ctx->busy_poll_us;
+	if (*timeout_ms >= 0 && us > (uint64_t)*timeout_ms * 1000u)
+		us = (uint64_t)*timeout_ms * 1000u;
+	uint64_t t0 = iw_now_ns(), end = t0 + us * 1000u, now;
+	int k;
+	do {
+		k = epoll_wait(ctx->epfd, evs, MAX_EVENTS, 0);
+		now = iw_now_ns();
+		/* More spinners than cores (the peer process on this core, a
+		 * loaded machine): let a runnable thread have the core, else
+		 * the peer's answer waits for the whole spin. */
+		if (k == 0)
+			sched_yield();
+	} while (k == 0 && now < end);
+	if (*timeout_ms > 0) {
+		uint64_t ms = (now - t0) / 1000000u;
+		*timeout_ms = ms >= (uint64_t)*timeout_ms ? 0 : *timeout_ms - (int)ms;
+	}
+	return k;
+}
+
 /* Called with the lock held; drops it only while blocked in epoll_wait. */
 static int progress_locked(struct iw_context *ctx, int timeout_ms)
 {
@@ -350,7 +379,9 @@ static int progress_locked(struct iw_context *ctx, int timeout_ms)
 	} else {
 		ctx->n_blocked++;
 		iw_ctx_unlock(ctx);
-		k = epoll_wait(ctx->epfd, evs, MAX_EVENTS, t);
+		k = ctx->busy_poll_us ? busy_poll(ctx, evs, &t) : 0;
+		if (k == 0)
+			k = epoll_wait(ctx->epfd, evs, MAX_EVENTS, t);
 		iw_ctx_lock(ctx);
 		ctx->n_blocked--;
 	}
@@ -483,6 +514,16 @@ int iw_context_create(const struct iw_context_attr *attr, struct iw_context **ou
 	pthread_mutex_init(&ctx->lock, NULL);
 	ctx->max_qp = a.max_qp ? a.max_qp : IW_MAX_QP_DEFAULT;
 	ctx->max_mr = a.max_mr ? a.max_mr : IW_MAX_MR_DEFAULT;
+	ctx->busy_poll_us = a.busy_poll_us;
+	if (!ctx->busy_poll_us) {
+		const char *bp = getenv("IWARP_BUSY_POLL_US");
+		char *end;
+		unsigned long v = bp && *bp ? strtoul(bp, &end, 10) : 0;
+		if (bp && *bp && !*end)
+			ctx->busy_poll_us = (uint32_t)v;
+	}
+	if (ctx->busy_poll_us > IW_BUSY_POLL_MAX_US)
+		ctx->busy_poll_us = IW_BUSY_POLL_MAX_US;
 
 	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ctx->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -78,6 +78,7 @@ struct iw_context {
 	bool thread_stop;
 	pthread_t thread;
 	uint32_t max_qp, max_mr;
+	uint32_t busy_poll_us; /* iw_context_attr.busy_poll_us (fixed at create) */
 	uint32_t n_pd, n_cq, n_chan, n_cm_chan, n_qp, n_mr;
 	/* STag table: index = stag >> 8; slot 0 unused. */
 	struct iw_mr **mr_table;
@@ -150,6 +151,8 @@ void iw_ctx_completed_outside(struct iw_context *ctx);
 #define IW_MAX_RECV_SGE 32
 #define IW_MAX_INLINE 4096
 #define IW_QP_TX_SLOTS 64     /* FPDUs in flight per connection */
+#define IW_BUSY_POLL_MAX_US 1000000u /* iw_context_attr.busy_poll_us bound */
+#define IW_QP_RX_STAGE 65536  /* verified placement's staging buffer (>= any ULPDU) */
 /* The Terminate bound: from our Terminate being queued (a local protocol
  * error) to DISCONNECTED and the flush of every WR, at most this long,
  * whatever the socket buffers hold and whether or not the peer reads or
@@ -323,6 +326,8 @@ struct iw_qp {
 	struct iw_rq rq; /* unused with an SRQ */
 	struct iw_qp_cap cap;
 	bool sq_sig_all;
+	bool verified;    /* verified placement (verbs.h) */
+	uint8_t *rx_stage; /* its staging buffer, IW_QP_RX_STAGE bytes, from connect */
 	void *user_context;
 	enum iw_qp_st st;
 	struct iw_term_cause error;

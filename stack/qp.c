@@ -502,11 +502,18 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 	uint8_t(*markers)[IW_MPA_MARKER_LEN] = NULL;
 	if (p->markers_tx)
 		markers = calloc((size_t)IW_QP_TX_SLOTS * IW_MPA_TX_MAX_MARKERS, sizeof(*markers));
-	if (!ird || (p->markers_tx && !markers)) {
+	/* Verified placement needs CRC to verify (the CM insists on it). */
+	uint8_t *stage = NULL;
+	if (qp->verified && p->crc && !qp->rx_stage)
+		stage = iw_pages_alloc(IW_QP_RX_STAGE);
+	if (!ird || (p->markers_tx && !markers) || (qp->verified && p->crc && !qp->rx_stage && !stage)) {
 		free(ird);
 		free(markers);
+		iw_pages_free(stage, IW_QP_RX_STAGE);
 		return -ENOMEM;
 	}
+	if (stage)
+		qp->rx_stage = stage;
 	struct iw_rdmap_conn_cfg cfg = {
 		.crc = p->crc,
 		.markers_tx = p->markers_tx,
@@ -526,6 +533,8 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 		.sgl_pool = qp->sq_sgl_pool,
 		.max_sge = qp->cap.max_send_sge,
 		.tx_markers = markers,
+		.rx_stage = qp->verified && p->crc ? qp->rx_stage : NULL,
+		.rx_stage_len = IW_QP_RX_STAGE,
 		/* qmem is fresh zero pages, untouched: keep it so; the IRD
 		 * table is calloc'd. */
 		.zeroed = true,
@@ -595,12 +604,21 @@ void iw_qp_disconnect(struct iw_qp *qp)
 /* ------------------------------------------------------------------ */
 /* Create / destroy                                                    */
 
+/* IWARP_VERIFIED_PLACEMENT=1: every QP places only verified data. */
+static bool env_verified_placement(void)
+{
+	const char *v = getenv("IWARP_VERIFIED_PLACEMENT");
+
+	return v && v[0] == '1' && v[1] == '\0';
+}
+
 static void qp_free(struct iw_qp *qp)
 {
 	if (!qp)
 		return;
 	free(qp->ird);
 	free(qp->tx_markers);
+	iw_pages_free(qp->rx_stage, IW_QP_RX_STAGE);
 	iw_rq_fini(&qp->rq); /* releases posted entries: before qmem goes */
 	iw_rq_slot_fini(&qp->rx_slot);
 	iw_pages_free(qp->qmem, qp->qmem_len);
@@ -711,6 +729,7 @@ int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw
 	qp->srq = attr->srq;
 	qp->cap = cap;
 	qp->sq_sig_all = attr->sq_sig_all;
+	qp->verified = attr->verified_placement || env_verified_placement();
 	qp->user_context = attr->qp_context;
 	qp->st = IW_QP_ST_IDLE; /* where every QP starts: no edge leads here */
 	qp->linger.cb = linger_expired;

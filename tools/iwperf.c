@@ -310,6 +310,10 @@ static void usage(FILE *f)
 	      "        --json            one JSON object per row instead of the table\n"
 	      "        --busy            spin on progress in bandwidth tests too (the\n"
 	      "                          latency test always spins)\n"
+	      "        --wait            lat: block in iw_progress() between messages\n"
+	      "                          instead of spinning, on both sides (what a\n"
+	      "                          blocking application sees; IWARP_BUSY_POLL_US\n"
+	      "                          makes the library spin first)\n"
 	      "        --timeout SEC     fail after SEC seconds without progress (10)\n"
 	      "        --once            server: exit after the first client finished\n"
 	      TC_TRANSPORT_HELP
@@ -370,7 +374,7 @@ static int parse_sweep(const char *list, struct perf_opts *o)
 }
 
 enum { OPT_TCP_PORT = 256, OPT_SWEEP, OPT_CRC, OPT_MAX_FPDU, OPT_MARKERS, OPT_TRACE, OPT_TCP, OPT_JSON,
-       OPT_BUSY, OPT_TIMEOUT, OPT_ONCE, OPT_TRANSPORT, OPT_DEV, OPT_IP, OPT_QUIET };
+       OPT_BUSY, OPT_WAIT, OPT_TIMEOUT, OPT_ONCE, OPT_TRANSPORT, OPT_DEV, OPT_IP, OPT_QUIET };
 
 static int parse_opts(int argc, char **argv, struct perf_opts *o)
 {
@@ -394,6 +398,7 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 		{ "tcp", no_argument, NULL, OPT_TCP },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "busy", no_argument, NULL, OPT_BUSY },
+		{ "wait", no_argument, NULL, OPT_WAIT },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "transport", required_argument, NULL, OPT_TRANSPORT },
@@ -498,6 +503,7 @@ static int parse_opts(int argc, char **argv, struct perf_opts *o)
 		case OPT_TCP: o->tcp = true; break;
 		case OPT_JSON: o->json = true; break;
 		case OPT_BUSY: o->busy = true; break;
+		case OPT_WAIT: o->wait = true; break;
 		case OPT_TIMEOUT:
 			if (tc_parse_seconds(optarg, &o->timeout_s) || o->timeout_s < 0.1)
 				return tc_bad_value("--timeout", optarg, "0.1..10000000 seconds");

@@ -57,6 +57,7 @@ enum perf_test { PT_WRITE, PT_READ, PT_SEND, PT_LAT };
 
 struct perf_opts {
 	bool server, tcp, json, verbose, once, markers, busy, quiet;
+	bool wait; /* lat: block in iw_progress() between messages (both sides) */
 	const char *addr; /* client: the server */
 	const char *bind; /* server: listen address (NULL: all IPv4) */
 	const char *port;
@@ -85,7 +86,10 @@ struct perf_hello {
 	uint32_t qd;
 	uint32_t qp_index, nqps;
 	uint32_t max_ulpdu;
+	uint8_t flags; /* PERF_HELLO_* */
 };
+
+#define PERF_HELLO_WAIT 0x01 /* lat: the server blocks too (--wait) */
 
 struct perf_advert {
 	uint32_t recv_depth; /* receives posted: the client's SEND credits */

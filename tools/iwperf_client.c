@@ -345,6 +345,7 @@ static int start_connect(struct client *cl, struct cqp *q)
 	h.qp_index = q->idx;
 	h.nqps = cl->nq;
 	h.max_ulpdu = o->max_fpdu;
+	h.flags = o->wait ? PERF_HELLO_WAIT : 0;
 	perf_hello_encode(pd, &h);
 	memset(&p, 0, sizeof(p));
 	p.private_data = pd;
@@ -624,7 +625,7 @@ static int run_lat_row(struct client *cl, uint32_t size)
 				    : (i >= LAT_WARMUP + iters && tc_now_ns() >= min_end))
 			break;
 		while (q->data_out > 0 || q->sends_total >= q->credit_limit)
-			if (pump(cl, 0))
+			if (pump(cl, o->wait ? 100 : 0))
 				goto out;
 		q->echo = false;
 		t0 = tc_now_ns();
@@ -637,7 +638,7 @@ static int run_lat_row(struct client *cl, uint32_t size)
 		q->posted++;
 		q->data_out++;
 		while (!q->echo)
-			if (pump(cl, 0))
+			if (pump(cl, o->wait ? 100 : 0))
 				goto out;
 		t1 = tc_now_ns();
 		if (i >= LAT_WARMUP && perf_samples_push(&smp, t1 - t0)) {
@@ -650,7 +651,7 @@ static int run_lat_row(struct client *cl, uint32_t size)
 	}
 	perf_live_end(&live);
 	while (q->data_out > 0)
-		if (pump(cl, 0))
+		if (pump(cl, o->wait ? 100 : 0))
 			goto out;
 	if (end_row(cl))
 		goto out;

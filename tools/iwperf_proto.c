@@ -21,6 +21,7 @@ void perf_hello_encode(uint8_t *p, const struct perf_hello *h)
 	p[4] = PERF_VERSION;
 	p[5] = h->test;
 	p[6] = h->crc;
+	p[7] = h->flags;
 	tc_put_be32(p + 8, h->max_size);
 	tc_put_be32(p + 12, h->qd);
 	tc_put_be32(p + 16, h->qp_index);
@@ -36,6 +37,7 @@ int perf_hello_decode(const void *buf, size_t len, struct perf_hello *h)
 		return -EINVAL;
 	h->test = p[5];
 	h->crc = p[6];
+	h->flags = p[7];
 	h->max_size = tc_get_be32(p + 8);
 	h->qd = tc_get_be32(p + 12);
 	h->qp_index = tc_get_be32(p + 16);

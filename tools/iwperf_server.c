@@ -403,7 +403,7 @@ static void on_cm_event(struct srv *s, struct iw_cm_event *ev)
 	case IW_CM_EVENT_ESTABLISHED:
 		c->state = SC_READY;
 		s->had_client = true;
-		if (c->h.test == PT_LAT) {
+		if (c->h.test == PT_LAT && !(c->h.flags & PERF_HELLO_WAIT)) {
 			c->counted_lat = true;
 			s->lat_conns++;
 		}

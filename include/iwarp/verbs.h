@@ -73,6 +73,18 @@ struct iw_context_attr {
 	enum iw_transport_kind transport;
 	const char *raw_dev;
 	const char *raw_ip;
+	/* Busy polling for latency-sensitive users, off (0) by default: a
+	 * call that would block (iw_progress with a timeout, the progress
+	 * thread) first polls the context's sockets without sleeping for up
+	 * to busy_poll_us microseconds (yielding the core between polls, so
+	 * a peer thread on the same core still runs). A message arriving within that time
+	 * is seen without a sleep and wake-up; the price is CPU: each wait
+	 * burns up to busy_poll_us of a core, so a thread waiting on a quiet
+	 * connection uses up to one full core while messages keep arriving
+	 * within busy_poll_us of each other (docs/bench.md, "Busy polling").
+	 * 0: the environment variable IWARP_BUSY_POLL_US, if set, gives it
+	 * (so verbs programs get it without changes); at most 1000000. */
+	uint32_t busy_poll_us;
 };
 
 /* attr may be NULL: every default (kernel TCP, the limits shown, tracing
@@ -263,6 +275,17 @@ struct iw_qp_init_attr {
 	struct iw_qp_cap cap;
 	bool sq_sig_all;    /* every send WR completes, signaled or not */
 	void *qp_context;
+	/* Verified placement: no received payload byte (WRITE, READ
+	 * response, SEND) reaches application memory before its FPDU's MPA
+	 * CRC matched; payload is staged in a 64 KiB per-QP buffer and copied
+	 * after the check (cost: docs/bench.md). Such a QP insists on CRC
+	 * (its connections ask for CRC as IW_CRC_REQUIRED does, whatever the
+	 * connection parameter says). Also turned on for every QP by the
+	 * environment variable IWARP_VERIFIED_PLACEMENT=1 (so programs using
+	 * the verbs ABI libraries get it without changes). Default: payload
+	 * is placed as it streams in, and a bad CRC ends the connection with
+	 * a Terminate after the bytes were written. */
+	bool verified_placement;
 };
 
 enum iw_qp_state {

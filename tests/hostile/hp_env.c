@@ -28,6 +28,8 @@ static void sleep_ms(unsigned ms)
 	usleep(ms * 1000u);
 }
 
+bool hp_env_verified;
+
 /* A fresh QP with HP_RECV_N receives posted, and a fresh peer. */
 static void qp_up(struct hp_env *e)
 {
@@ -38,6 +40,7 @@ static void qp_up(struct hp_env *e)
 	qa.cap.max_recv_wr = 32;
 	qa.sq_sig_all = true;
 	qa.srq = e->srq;
+	qa.verified_placement = hp_env_verified;
 	ck_assert_int_eq(iw_create_qp(e->pd, &qa, &e->qp), 0);
 	for (int i = 0; i < HP_RECV_N && !e->srq; i++) {
 		struct iw_sge sge = { (uint64_t)(uintptr_t)(e->arena + e->recv_off + (size_t)i * HP_RECV_LEN), HP_RECV_LEN,

@@ -75,6 +75,9 @@ struct hp_env {
 	const uint8_t *want_rdmap_hdr;
 };
 
+/* When set, QPs are created with verified_placement (verbs.h). */
+extern bool hp_env_verified;
+
 /* Context (progress thread), PD, CQ, QP, arena, regions, HP_RECV_N
  * receives posted. qp_ird/ord unused here: the CM negotiates them. */
 void hp_env_init(struct hp_env *e);

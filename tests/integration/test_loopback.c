@@ -987,6 +987,32 @@ START_TEST(test_ops_crc_off)
 }
 END_TEST
 
+/* Busy polling (iw_context_attr.busy_poll_us): every blocking
+ * iw_progress() of this test polls first; all operations still work. */
+START_TEST(test_ops_busy_poll)
+{
+	struct iw_context_attr ca = { .busy_poll_us = 200 };
+	struct iw_conn_param cp = { .crc = IW_CRC_ON }, sp = { .crc = IW_CRC_ON };
+
+	ck_assert_int_eq(iw_context_destroy(ctx), 0);
+	ck_assert_int_eq(iw_context_create(&ca, &ctx), 0);
+	run_all_ops(&cp, &sp, 4 * MIB);
+}
+END_TEST
+
+/* Verified placement on both ends (IWARP_VERIFIED_PLACEMENT=1: QPs made
+ * while it is set), the peers asking for no CRC (verified QPs insist on
+ * it): every operation and size places the same data as without. */
+START_TEST(test_ops_verified)
+{
+	struct iw_conn_param cp = { .crc = IW_CRC_OFF }, sp = { .crc = IW_CRC_OFF };
+
+	ck_assert_int_eq(setenv("IWARP_VERIFIED_PLACEMENT", "1", 1), 0);
+	run_all_ops(&cp, &sp, 4 * MIB);
+	unsetenv("IWARP_VERIFIED_PLACEMENT");
+}
+END_TEST
+
 START_TEST(test_ops_markers)
 {
 	struct iw_conn_param cp = { .markers = true }, sp = { .markers = true };
@@ -1785,6 +1811,8 @@ static Suite *loopback_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_ops_crc_on);
 	tcase_add_test(tc, test_ops_crc_off);
+	tcase_add_test(tc, test_ops_busy_poll);
+	tcase_add_test(tc, test_ops_verified);
 	tcase_add_test(tc, test_ops_markers);
 	tcase_add_test(tc, test_ops_small_fpdus);
 	tcase_add_test(tc, test_ops_ipv6_rev1);

@@ -51,10 +51,16 @@ struct run {
 	bool stop;
 };
 
+/* Verified placement for the runs initialised while set (the reference
+ * never uses it). */
+static bool verified;
+static uint8_t stage[MAX_ULPDU];
+
 static void run_init(struct run *R, bool crc)
 {
 	struct iw_mpa_rx_config cfg = {
-		.crc = crc, .markers = false, .max_ulpdu = MAX_ULPDU, .ulp_lens = iwt_fpdu_ulp_lens
+		.crc = crc, .markers = false, .max_ulpdu = MAX_ULPDU, .ulp_lens = iwt_fpdu_ulp_lens,
+		.stage = verified ? stage : NULL, .stage_len = sizeof(stage),
 	};
 
 	memset(R, 0, sizeof(*R));
@@ -191,7 +197,35 @@ static void commit_random(struct run *R, const uint8_t *s, size_t len, uint64_t 
 	}
 }
 
+static void same_events(const struct run *a, const struct run *b, bool positions);
+
+/* Reference a (streaming placement) against verified run b: the same
+ * events, and the same memory except that an FPDU whose CRC failed left
+ * its sink untouched in b (a may hold some of its bytes). */
+static void same_verified(const struct run *a, const struct run *b, bool positions)
+{
+	same_events(a, b, positions);
+	int bad = -1;
+	if (b->n >= 2 && b->r[b->n - 1].type == IW_MPA_RX_ERROR && b->r[b->n - 2].type == IW_MPA_RX_HEADER &&
+	    b->r[b->n - 1].cause.ecode == CAUSE_CRC.ecode)
+		bad = b->headers - 1;
+	for (int k = 0; k <= MAX_FPDUS; k++) {
+		if (k == bad) {
+			for (size_t i = 0; i < SINK_SLOT; i++)
+				ck_assert_uint_eq(b->mem[k][i], 0xEE);
+		} else {
+			ck_assert_mem_eq(a->mem[k], b->mem[k], SINK_SLOT);
+		}
+	}
+}
+
 static void same(const struct run *a, const struct run *b, bool positions)
+{
+	same_events(a, b, positions);
+	ck_assert_mem_eq(a->mem, b->mem, sizeof(a->mem));
+}
+
+static void same_events(const struct run *a, const struct run *b, bool positions)
 {
 	ck_assert_int_eq(a->n, b->n);
 	for (int i = 0; i < a->n; i++) {
@@ -209,7 +243,6 @@ static void same(const struct run *a, const struct run *b, bool positions)
 		if (positions)
 			ck_assert_uint_eq(x->at, y->at);
 	}
-	ck_assert_mem_eq(a->mem, b->mem, sizeof(a->mem));
 }
 
 /* ---------- streams ---------- */
@@ -391,6 +424,68 @@ START_TEST(test_whole_then_partial)
 }
 END_TEST
 
+/* Verified placement (stage, then CRC, then copy) against streaming
+ * placement: valid streams and streams with flipped bits, fed every way.
+ * An FPDU with a bad CRC must leave its sink untouched. */
+static void check_verified(const uint8_t *s, size_t len, bool every_split, uint64_t *r)
+{
+	verified = false;
+	run_init(&ref_run, true);
+	feed_step(&ref_run, s, len, 1);
+	verified = true;
+	run_init(&alt_run, true);
+	feed_cuts(&alt_run, s, len, NULL, 0);
+	same_verified(&ref_run, &alt_run, true);
+	run_init(&alt_run, true);
+	feed_step(&alt_run, s, len, 1);
+	same_verified(&ref_run, &alt_run, true);
+	for (int k = 0; k < 4; k++) {
+		run_init(&alt_run, true);
+		feed_random(&alt_run, s, len, r);
+		same_verified(&ref_run, &alt_run, true);
+		run_init(&alt_run, true);
+		commit_random(&alt_run, s, len, r);
+		same_verified(&ref_run, &alt_run, false);
+	}
+	for (size_t at = 1; every_split && at < len; at++) {
+		run_init(&alt_run, true);
+		feed_cuts(&alt_run, s, len, &at, 1);
+		same_verified(&ref_run, &alt_run, true);
+	}
+	verified = false;
+}
+
+START_TEST(test_verified)
+{
+	static uint8_t s[STREAM_CAP];
+	int bad = 0;
+
+	for (int it = 0; it < 200; it++) {
+		size_t len = gen_stream(&rng, true, s);
+
+		if (it % 4) {
+			/* Flip a payload-ish byte of a random FPDU (or anywhere). */
+			s[iwt_rand(&rng) % len] ^= (uint8_t)(1u << (iwt_rand(&rng) % 8));
+		}
+		check_verified(s, len, it < 20, &rng);
+		if (alt_run.n && alt_run.r[alt_run.n - 1].type == IW_MPA_RX_ERROR)
+			bad++;
+	}
+	ck_assert_int_gt(bad, 50); /* the flips did exercise the error path */
+}
+END_TEST
+
+/* The stage bounds the ULPDU accepted: a shorter stage lowers max_ulpdu. */
+START_TEST(test_verified_stage_bounds_ulpdu)
+{
+	struct iw_mpa_rx rx;
+	struct iw_mpa_rx_config cfg = { .crc = true, .max_ulpdu = 1000, .stage = stage, .stage_len = 300 };
+
+	iw_mpa_rx_init(&rx, &cfg);
+	ck_assert_uint_eq(rx.cfg.max_ulpdu, 300);
+}
+END_TEST
+
 Suite *mpa_rx_fast_suite(void)
 {
 	Suite *s = suite_create("mpa_rx_fast");
@@ -403,6 +498,8 @@ Suite *mpa_rx_fast_suite(void)
 	tcase_add_test(tc, test_bad_length);
 	tcase_add_test(tc, test_flips);
 	tcase_add_test(tc, test_whole_then_partial);
+	tcase_add_test(tc, test_verified);
+	tcase_add_test(tc, test_verified_stage_bounds_ulpdu);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -226,6 +226,41 @@ START_TEST(context_lifecycle)
 }
 END_TEST
 
+/* Busy polling: the attribute, else IWARP_BUSY_POLL_US (a whole decimal
+ * number; anything else is ignored), capped at IW_BUSY_POLL_MAX_US. A
+ * busy-polling context with nothing to do returns from a timed progress
+ * call as before (the spin is bounded by the timeout). */
+START_TEST(context_busy_poll)
+{
+	struct iw_context *ctx;
+	struct iw_context_attr a = { .busy_poll_us = 5000000 };
+
+	unsetenv("IWARP_BUSY_POLL_US");
+	ck_assert_int_eq(iw_context_create(&a, &ctx), 0);
+	ck_assert_uint_eq(ctx->busy_poll_us, IW_BUSY_POLL_MAX_US);
+	ck_assert_int_eq(iw_context_destroy(ctx), 0);
+	ck_assert_int_eq(iw_context_create(NULL, &ctx), 0);
+	ck_assert_uint_eq(ctx->busy_poll_us, 0);
+	ck_assert_int_eq(iw_context_destroy(ctx), 0);
+
+	ck_assert_int_eq(setenv("IWARP_BUSY_POLL_US", "250", 1), 0);
+	ck_assert_int_eq(iw_context_create(NULL, &ctx), 0);
+	ck_assert_uint_eq(ctx->busy_poll_us, 250);
+	ck_assert_int_eq(iw_progress(ctx, 0), 0);
+	ck_assert_int_eq(iw_progress(ctx, 2), 0); /* spins, then waits: nothing happens */
+	ck_assert_int_eq(iw_context_destroy(ctx), 0);
+	a.busy_poll_us = 300; /* the attribute wins */
+	ck_assert_int_eq(iw_context_create(&a, &ctx), 0);
+	ck_assert_uint_eq(ctx->busy_poll_us, 300);
+	ck_assert_int_eq(iw_context_destroy(ctx), 0);
+	ck_assert_int_eq(setenv("IWARP_BUSY_POLL_US", "12x", 1), 0);
+	ck_assert_int_eq(iw_context_create(NULL, &ctx), 0);
+	ck_assert_uint_eq(ctx->busy_poll_us, 0);
+	ck_assert_int_eq(iw_context_destroy(ctx), 0);
+	unsetenv("IWARP_BUSY_POLL_US");
+}
+END_TEST
+
 static struct iw_timer timers[3];
 static int timer_order[8], timer_n;
 
@@ -1493,6 +1528,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("verbs");
 	TCase *tl = tcase_create("objects");
 	tcase_add_test(tl, context_lifecycle);
+	tcase_add_test(tl, context_busy_poll);
 	tcase_add_test(tl, context_timers);
 	tcase_add_test(tl, pd_mr_lifecycle);
 	tcase_add_test(tl, mr_limit);

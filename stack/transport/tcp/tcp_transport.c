@@ -61,6 +61,10 @@ struct tcp_transport {
 	struct iovec *iov;
 	int iov_head, iov_cnt;
 	size_t tx_pending;
+	/* The socket took less than offered (or EAGAIN): it is full until
+	 * EPOLLOUT says otherwise, so a post meanwhile only queues (no
+	 * sendmsg that would fail with EAGAIN once per post). */
+	bool tx_full;
 };
 
 static struct tcp_transport *tp_of(struct iw_stream *s)
@@ -114,6 +118,7 @@ static void tp_close(struct iw_stream *s, int err, bool abortive)
 	t->iov_head = 0;
 	t->tx_pending = 0;
 	t->rtr_left = 0;
+	t->tx_full = false;
 }
 
 /* n bytes of the backlog went out. */
@@ -169,6 +174,10 @@ static void tp_tx(struct iw_stream *s)
 	int fd = tp_fd(t);
 
 	while (!s->gated) {
+		if (t->tx_full) {
+			tp_pull(t);
+			break;
+		}
 		/* Engine bytes held but the engine holds none in flight: it was
 		 * flushed, the memory behind them is no longer ours to send. */
 		if (t->tx_pending > t->rtr_left && iw_rdmap_tx_in_flight(c) == 0) {
@@ -187,8 +196,10 @@ static void tp_tx(struct iw_stream *s)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				t->tx_full = true;
 				break;
+			}
 			tp_fail(t, -errno);
 			return;
 		}
@@ -202,8 +213,10 @@ static void tp_tx(struct iw_stream *s)
 			iw_rdmap_tx_ack(c, (size_t)n - rtr); /* may complete WRs */
 		if (iw_stream_closed(s))
 			return;
-		if ((size_t)n < offered)
-			break; /* socket buffer full */
+		if ((size_t)n < offered) {
+			t->tx_full = true; /* socket buffer full */
+			break;
+		}
 		if (!iw_rdmap_tx_pending(c))
 			break; /* all sent and nothing to pull: skip an empty pull */
 	}
@@ -323,6 +336,9 @@ static void tp_watch_cb(struct iw_watch *w, uint32_t revents)
 	struct tcp_transport *t = (struct tcp_transport *)((char *)w - offsetof(struct tcp_transport, watch));
 
 	iw_stream_enter(&t->s);
+	/* Room again (or the socket failed: the next sendmsg says so). */
+	if (revents & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+		t->tx_full = false;
 	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
 		tp_rx(&t->s);
 	if ((revents & EPOLLOUT) || iw_rdmap_tx_pending(tp_conn(t)))
