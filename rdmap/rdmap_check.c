@@ -204,7 +204,7 @@ void iw_rdmap_check_init(struct iw_rdmap_check *c, const struct iw_rdmap_check_c
 			.crc = c->cfg.crc,
 			.markers = c->cfg.markers[dir],
 			.max_ulpdu = c->cfg.max_ulpdu,
-			.ulp_lens = iw_rdmap_ulp_lens,
+			.ulp_lens = c->cfg.rfc7306 ? iw_rdmap_ulp_lens_7306 : iw_rdmap_ulp_lens,
 		};
 
 		iw_mpa_rx_init(&d->rx, &rc);

@@ -979,7 +979,7 @@ int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *
 		.crc = cfg->crc,
 		.markers = cfg->markers_rx,
 		.max_ulpdu = cfg->max_ulpdu_rx,
-		.ulp_lens = iw_rdmap_ulp_lens,
+		.ulp_lens = cfg->rfc7306 ? iw_rdmap_ulp_lens_7306 : iw_rdmap_ulp_lens,
 	};
 	iw_mpa_rx_init(&c->mpa_rx, &rc);
 	iw_ddp_rx_init(&c->ddp_rx, &ddp_ops, c);

@@ -137,13 +137,23 @@ uint64_t iw_rdmap_atomic_apply(const struct iw_rdmap_atomic_req *r, uint64_t ori
 	return v;
 }
 
-void iw_rdmap_ulp_lens(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu)
+static void ulp_lens(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu, bool ext)
 {
 	bool tagged = ctrl[0] & IW_DDP_CTRL_TAGGED;
 	const struct iw_rdmap_opinfo *op = &iw_rdmap_optable[iw_rdmap_opcode_of(ctrl[1])];
 
 	*hdr_len = (uint16_t)iw_ddp_hdr_len_ctrl(ctrl[0]);
 	*min_ulpdu = *hdr_len;
-	if ((op->flags & IW_OPF_VALID) && op->tagged == tagged)
+	if ((op->flags & IW_OPF_VALID) && op->tagged == tagged && (ext || !(op->flags & IW_OPF_RFC7306)))
 		*min_ulpdu = op->min_ulpdu;
+}
+
+void iw_rdmap_ulp_lens(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu)
+{
+	ulp_lens(ctrl, hdr_len, min_ulpdu, false);
+}
+
+void iw_rdmap_ulp_lens_7306(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu)
+{
+	ulp_lens(ctrl, hdr_len, min_ulpdu, true);
 }

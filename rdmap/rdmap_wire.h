@@ -178,5 +178,8 @@ const char *iw_rdmap_opcode_name(uint8_t opcode);
  * ULPDU length (DDP header + the opcode's fixed RDMAP part, when the
  * opcode is valid for that model; anything else is judged by RDMAP). */
 void iw_rdmap_ulp_lens(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu);
+/* The same where RFC 7306 was negotiated: its opcodes have minimums too
+ * (elsewhere they are unknown opcodes, judged by RDMAP, not by length). */
+void iw_rdmap_ulp_lens_7306(const uint8_t ctrl[2], uint16_t *hdr_len, uint16_t *min_ulpdu);
 
 #endif

@@ -787,9 +787,9 @@ struct bufs {
 
 static void bufs_init(struct pair *p, struct bufs *b, size_t len)
 {
-	unsigned acc = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
+	unsigned acc = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ | IW_ACCESS_REMOTE_ATOMIC;
 
-	b->len = len ? len : 1;
+	b->len = len >= 8 ? len : 8; /* room for an atomic's word */
 	b->cbuf = malloc(b->len);
 	b->sbuf = malloc(b->len);
 	ck_assert(b->cbuf && b->sbuf);
@@ -809,8 +809,28 @@ static void bufs_fini(struct bufs *b)
 
 static const enum iw_wr_opcode all_ops[] = {
 	IW_WR_SEND, IW_WR_SEND_WITH_SE, IW_WR_SEND_WITH_INV, IW_WR_SEND_WITH_SE_INV, IW_WR_RDMA_WRITE, IW_WR_RDMA_READ,
-	IW_WR_LOCAL_INV,
+	IW_WR_LOCAL_INV, IW_WR_RDMA_WRITE_WITH_IMM, IW_WR_ATOMIC_FETCH_AND_ADD, IW_WR_ATOMIC_CMP_AND_SWP,
 };
+
+/* An RFC 7306 atomic from the client on the server's first word (both
+ * ends are libiwarp: the capability is negotiated). */
+static void post_atomic(struct ep *e, enum iw_wr_opcode op, uint64_t *res, struct iw_mr *mr, uint64_t *target,
+			uint32_t rkey, uint64_t compare_add, uint64_t swap, uint64_t wr_id)
+{
+	struct iw_sge sge = { (uint64_t)(uintptr_t)res, 8, iw_mr_stag(mr) };
+	struct iw_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = op,
+		.send_flags = IW_SEND_SIGNALED,
+		.remote_addr = (uint64_t)(uintptr_t)target,
+		.rkey = rkey,
+		.compare_add = compare_add,
+		.swap = swap,
+	}, *bad = NULL;
+	ck_assert_int_eq(iw_post_send(e->qp, &wr, &bad), 0);
+}
 
 /* One operation from the client of size len; checks the data arrived. */
 static void one_op(struct pair *p, struct bufs *b, enum iw_wr_opcode op, size_t len, uint32_t tag)
@@ -886,6 +906,50 @@ static void one_op(struct pair *p, struct bufs *b, enum iw_wr_opcode op, size_t 
 		expect_ok(wait_wc(p->s.cq), id + 1, IW_WC_RECV);
 		ck_assert_uint_eq(iwt_check_pattern(b->sbuf, len, tag), len);
 		ck_assert_int_eq(iw_dereg_mr(victim), 0);
+		break;
+	}
+	case IW_WR_RDMA_WRITE_WITH_IMM: {
+		ck_assert(iw_qp_rfc7306(p->c.qp) && iw_qp_rfc7306(p->s.qp));
+		iwt_fill_pattern(b->cbuf, len, tag);
+		post_recv(&p->s, b->sbuf, 0, b->smr, id + 1);
+		struct iw_sge sge = { (uint64_t)(uintptr_t)b->cbuf, (uint32_t)len, iw_mr_stag(b->cmr) };
+		struct iw_send_wr w = { .wr_id = id + 2, .sg_list = &sge, .num_sge = 1, .opcode = op,
+					.send_flags = IW_SEND_SIGNALED | (tag & 1 ? IW_SEND_SOLICITED : 0),
+					.remote_addr = (uint64_t)(uintptr_t)b->sbuf, .rkey = iw_mr_stag(b->smr),
+					.imm_data = 0xA5A5000000000000ULL | tag }, *bad;
+		ck_assert_int_eq(iw_post_send(p->c.qp, &w, &bad), 0);
+		expect_ok(wait_wc(p->c.cq), id + 2, IW_WC_RDMA_WRITE);
+		wc = wait_wc(p->s.cq);
+		expect_ok(wc, id + 1, IW_WC_RECV_RDMA_WITH_IMM);
+		ck_assert(wc.flags & IW_WC_WITH_IMM);
+		ck_assert_uint_eq(!!(wc.flags & IW_WC_SOLICITED), tag & 1);
+		ck_assert_uint_eq(wc.imm_data, 0xA5A5000000000000ULL | tag);
+		ck_assert_uint_eq(wc.byte_len, len);
+		ck_assert_uint_eq(iwt_check_pattern(b->sbuf, len, tag), len);
+		break;
+	}
+	case IW_WR_ATOMIC_FETCH_AND_ADD:
+	case IW_WR_ATOMIC_CMP_AND_SWP: {
+		uint64_t *target = (uint64_t *)(void *)b->sbuf, *res = (uint64_t *)(void *)b->cbuf;
+		uint64_t start = (uint64_t)tag << 32 | (uint64_t)len;
+		*target = start;
+		*res = 0;
+		if (op == IW_WR_ATOMIC_FETCH_AND_ADD) {
+			post_atomic(&p->c, op, res, b->cmr, target, iw_mr_stag(b->smr), len + 1, 0, id + 2);
+			expect_ok(wait_wc(p->c.cq), id + 2, IW_WC_FETCH_ADD);
+			ck_assert_uint_eq(*res, start);
+			ck_assert_uint_eq(*target, start + len + 1);
+		} else {
+			ck_assert_uint_ge(b->len, 16);
+			res[1] = 0;
+			post_atomic(&p->c, op, res, b->cmr, target, iw_mr_stag(b->smr), start, ~start, id + 2);
+			post_atomic(&p->c, op, res + 1, b->cmr, target, iw_mr_stag(b->smr), start, 7, id + 3);
+			expect_ok(wait_wc(p->c.cq), id + 2, IW_WC_COMP_SWAP);
+			expect_ok(wait_wc(p->c.cq), id + 3, IW_WC_COMP_SWAP);
+			ck_assert_uint_eq(res[0], start);  /* matched: swapped */
+			ck_assert_uint_eq(res[1], ~start); /* no match: unchanged */
+			ck_assert_uint_eq(*target, ~start);
+		}
 		break;
 	}
 	case IW_WR_RDMA_READ:
@@ -1198,9 +1262,9 @@ START_TEST(test_peer_stops_reading)
 	iw_progress(ctx, 10);
 	fd = accept(lfd, NULL, NULL);
 	ck_assert_int_ge(fd, 0);
-	/* Default Request: rev 2, C=1, enhanced, IRD = ORD = 16, no data. */
+	/* Default Request: rev 2, C=1, enhanced, RFC 7306 ASK, IRD = ORD = 16, no data. */
 	ck_assert_int_eq(recv(fd, frame, 24, MSG_WAITALL), 24);
-	ck_assert_mem_eq(frame, "MPA ID Req Frame\x50\x02\x00\x04", 20);
+	ck_assert_mem_eq(frame, "MPA ID Req Frame\x58\x02\x00\x04", 20);
 	size_t rl = iwt_mpa_rep_bytes(0x50, 2, iwt_mpa_w1(false, false, 16), iwt_mpa_w2(false, false, 16), NULL, 0,
 				      frame);
 	ck_assert_int_eq(send(fd, frame, rl, 0), (ssize_t)rl);

@@ -130,7 +130,7 @@ START_TEST(test_ulp_lens)
 		{0xC1, 0x41, 14, 14},  /* READ REQ with T=1: no known minimum */
 		{0x41, 0x47, 18, 22},  /* TERMINATE */
 		{0x41, 0x4C, 18, 18},  /* undefined opcode */
-		{0x41, 0x49, 18, 26},  /* RFC 7306 Immediate Data with SE */
+		{0x41, 0x49, 18, 18},  /* RFC 7306 Immediate Data with SE: not negotiated, no minimum */
 		{0x42, 0x41, 18, 46},  /* DDP version 2: still the opcode's minimum */
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
