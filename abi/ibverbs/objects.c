@@ -82,13 +82,15 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 /* ------------------------------------------------------------------ */
 /* MRs                                                                 */
 
-#define IWABI_ACCESS_SUPPORTED (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define IWABI_ACCESS_SUPPORTED                                                                                \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 static unsigned iw_access_of(unsigned access)
 {
 	return ((access & IBV_ACCESS_LOCAL_WRITE) ? IW_ACCESS_LOCAL_WRITE : 0u) |
 	       ((access & IBV_ACCESS_REMOTE_WRITE) ? IW_ACCESS_REMOTE_WRITE : 0u) |
-	       ((access & IBV_ACCESS_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0u);
+	       ((access & IBV_ACCESS_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0u) |
+	       ((access & IBV_ACCESS_REMOTE_ATOMIC) ? IW_ACCESS_REMOTE_ATOMIC : 0u);
 }
 
 static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access)
@@ -102,8 +104,8 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t io
 		return NULL;
 	}
 	/* Optional flags (relaxed ordering and above) may be ignored;
-	 * atomics, memory windows, zero-based and on-demand regions are not
-	 * libiwarp's. */
+	 * memory windows, zero-based and on-demand regions are not libiwarp's
+	 * (remote atomics are: RFC 7306, docs/rfc7306.md). */
 	access &= IBV_ACCESS_OPTIONAL_FIRST - 1;
 	if ((access & ~(unsigned)IWABI_ACCESS_SUPPORTED) || iova != (uint64_t)(uintptr_t)addr) {
 		errno = EOPNOTSUPP;
