@@ -1660,6 +1660,89 @@ START_TEST(test_srq_sockets)
 }
 END_TEST
 
+/* RFC 7306 traffic traced: iwdump --check accepts the capture and shows
+ * every new message; tshark (Wireshark 4.0 knows the atomic headers, not
+ * Immediate Data) decodes the atomics with our request identifiers. */
+START_TEST(test_trace_rfc7306)
+{
+	char path[1024], cmd[3000], line[1024];
+	struct iw_context_attr attr = { 0 };
+	struct pair p;
+	struct bufs b;
+	struct iw_conn_param cp = { .crc = IW_CRC_ON }, sp = { 0 };
+
+	ck_assert_int_eq(iw_context_destroy(ctx), 0);
+	ts_path(path, sizeof(path), "loopback_rfc7306.pcap");
+	attr.trace_path = path;
+	ck_assert_int_eq(iw_context_create(&attr, &ctx), 0);
+	pair_connect(&p, AF_INET, &cp, &sp);
+	bufs_init(&p, &b, 100000);
+	one_op(&p, &b, IW_WR_RDMA_WRITE_WITH_IMM, 3000, 1);
+	one_op(&p, &b, IW_WR_RDMA_WRITE_WITH_IMM, 0, 2);
+	one_op(&p, &b, IW_WR_ATOMIC_FETCH_AND_ADD, 8, 3);
+	one_op(&p, &b, IW_WR_ATOMIC_CMP_AND_SWP, 8, 4);
+	one_op(&p, &b, IW_WR_RDMA_READ, 2000, 5);
+	bufs_fini(&b);
+	pair_close(&p);
+	ck_assert_int_eq(iw_context_destroy(ctx), 0);
+	ck_assert_int_eq(iw_context_create(NULL, &ctx), 0);
+
+	snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD %s --check %s 2>&1", IWT_IWDUMP, path);
+	FILE *f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	int imm = 0, areq = 0, aresp = 0, ask = 0, ack = 0, negotiated = 0;
+	while (fgets(line, sizeof(line), f)) {
+		imm += strstr(line, "MSG ") && (strstr(line, ": IMM msn") || strstr(line, ": IMM_SE msn"));
+		areq += strstr(line, "MSG ") && strstr(line, ": ATOMIC_REQ msn") != NULL;
+		/* matched: the response line names its request's operation */
+		aresp += strstr(line, "MSG ") && strstr(line, ": ATOMIC_RESP msn") &&
+			 (strstr(line, "(FetchAdd") || strstr(line, "(CmpSwap"));
+		ask += strstr(line, "rfc7306 ask") != NULL;
+		ack += strstr(line, "rfc7306 ack") != NULL;
+		negotiated += strstr(line, "negotiated") && strstr(line, ", rfc7306") != NULL;
+	}
+	ck_assert_int_eq(pclose(f), 0); /* --check: no violation */
+	ck_assert_int_eq(imm, 2);
+	ck_assert_int_eq(areq, 3);  /* one FetchAdd, two CmpSwaps */
+	ck_assert_int_eq(aresp, 3); /* each answered, matched to its request */
+	ck_assert_int_eq(ask, 1);
+	ck_assert_int_eq(ack, 1);
+	ck_assert_int_eq(negotiated, 1);
+
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r %s -o tcp.try_heuristic_first:TRUE --disable-heuristic rpcrdma_iwarp "
+		 "--disable-heuristic smb_direct_iwarp -T fields -e iwarp_rdma.opcode -e iwarp_rdma.atomic.opcode "
+		 "-e iwarp_rdma.atomic.request_identifier -e iwarp_rdma.atomic.original_request_identifier "
+		 "-Y iwarp_rdma.opcode 2>/dev/null",
+		 path);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	int t_req = 0, t_resp = 0, t_fa = 0, t_cs = 0;
+	while (fgets(line, sizeof(line), f)) {
+		/* A frame with several FPDUs lists each field's values with ','. */
+		char *tab = strchr(line, '\t'), *p;
+		if (!tab)
+			continue;
+		*tab = '\0';
+		for (p = line; (p = strstr(p, "0x0a")); p += 4)
+			t_req++;
+		for (p = line; (p = strstr(p, "0x0b")); p += 4)
+			t_resp++;
+		for (p = tab + 1; *p && *p != '\t'; p++) {
+			if ((p == tab + 1 || p[-1] == ',') && (p[1] == ',' || p[1] == '\t' || p[1] == '\n')) {
+				t_fa += *p == '0';
+				t_cs += *p == '2';
+			}
+		}
+	}
+	pclose(f);
+	ck_assert_int_eq(t_req, 3);
+	ck_assert_int_eq(t_fa, 1);
+	ck_assert_int_eq(t_cs, 2);
+	ck_assert_int_eq(t_resp, 3);
+}
+END_TEST
+
 /* The same traffic with the context's own progress thread. */
 START_TEST(test_progress_thread)
 {
@@ -1824,6 +1907,7 @@ static Suite *loopback_suite(void)
 	tcase_add_test(tc, test_srq_sockets);
 	tcase_add_test(tc, test_progress_thread);
 	tcase_add_test(tc, test_trace_tshark);
+	tcase_add_test(tc, test_trace_rfc7306);
 	tcase_add_test(tc, test_write_bandwidth);
 	suite_add_tcase(s, tc);
 	return s;
