@@ -191,6 +191,20 @@ chk_rw() {  # ROUNDS CRC
 	both_captures "$2"
 }
 
+# RFC 7306 toward siw: refused at post, then the usual test passes, and
+# the captures show no RFC 7306 in use (siw's Reply echoes our ASK bit when
+# we initiate; no ACK either way).
+chk_rfc7306_refused() {
+	grep_need "$CD/host.log" "RFC 7306 not negotiated; atomic and write-with-immediate posts refused" \
+		"our RFC 7306 posts were not refused"
+	chk_rw 1 on
+	grep -aq ", rfc7306\$" "$CD/iwdump-ours.txt" "$CD/iwdump-guest.txt" &&
+		WHY+=("a capture shows RFC 7306 negotiated")
+	grep -aqE "ATOMIC_REQ|IMM " "$CD/iwdump-ours.txt" "$CD/iwdump-guest.txt" &&
+		WHY+=("an RFC 7306 message went on the wire")
+	return 0
+}
+
 # 5: private data both ways, on the wire too.
 chk_pdata() {  # BYTES
 	grep_need "$(server_log)" "connect private data verified ($1 bytes)" "server: connect private data not verified"
