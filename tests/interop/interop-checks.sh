@@ -212,8 +212,8 @@ chk_pdata() {  # BYTES
 	grep_need "$CD/host.log" "RESULT PASS" "iwrw did not pass"
 	grep_need "$CD/guest.log" "RESULT PASS" "siwrw did not pass"
 	both_captures on
-	grep -aqE "Request rev 2 .* pd $1\$" "$CD/iwdump-guest.txt" || WHY+=("guest capture: no Request with $1 bytes")
-	grep -aqE "Reply rev 2 .* pd $1\$" "$CD/iwdump-guest.txt" || WHY+=("guest capture: no Reply with $1 bytes")
+	grep -aqE "Request rev 2 .* pd $1( rfc7306 (ask|ack))?\$" "$CD/iwdump-guest.txt" || WHY+=("guest capture: no Request with $1 bytes")
+	grep -aqE "Reply rev 2 .* pd $1( rfc7306 (ask|ack))?\$" "$CD/iwdump-guest.txt" || WHY+=("guest capture: no Reply with $1 bytes")
 }
 
 # reject-g2h may take several attempts (siw race, see interop.sh): every
@@ -229,7 +229,7 @@ chk_reject() {  # BYTES
 		! grep -aqE '^(VIOLATION|WARNING)' "$CD/iwdump-guest.txt" || WHY+=("guest capture: violations")
 		local n r
 		n=$(grep -acE "^MPA .* Request rev 2 " "$CD/iwdump-guest.txt")
-		r=$(grep -acE "^MPA .* Reply rev 2 M=0 C=. R=1 .* pd $1\$" "$CD/iwdump-guest.txt")
+		r=$(grep -acE "^MPA .* Reply rev 2 M=0 C=. R=1 .* pd $1( rfc7306 (ask|ack))?\$" "$CD/iwdump-guest.txt")
 		[[ $n -ge 1 && $n = "$r" ]] || WHY+=("guest capture: $n Requests, $r reject Replies with $1 bytes")
 	else
 		WHY+=("iwdump cannot read the guest capture")
