@@ -246,6 +246,59 @@ START_TEST(test_peer_without_rfc7306)
 }
 END_TEST
 
+/* A peer that ACKed RFC 7306 but Terminates our Atomic Request (or the
+ * Immediate Data of a Write with Immediate) as an unknown opcode: that WR
+ * completes with IW_WC_REM_INV_REQ_ERR and the peer's cause, the rest is
+ * flushed, nothing is answered. */
+START_TEST(test_peer_terminates_unknown_opcode)
+{
+	struct iw_term_cause c = T(0, 2, 0x06);
+	struct hp_fpdu f;
+	up();
+	uint8_t *res = hp_mr_ptr(&E, HP_MR_LW);
+	struct iw_sge sg = { (uint64_t)(uintptr_t)res, 8, hp_mr_stag(&E, HP_MR_LW) };
+	struct iw_send_wr w = { .wr_id = 50, .sg_list = &sg, .num_sge = _i ? 0 : 1,
+				.opcode = _i ? IW_WR_RDMA_WRITE_WITH_IMM : IW_WR_ATOMIC_FETCH_AND_ADD,
+				.send_flags = IW_SEND_SIGNALED, .remote_addr = 0x1000, .rkey = 0x100, .compare_add = 1 },
+			   *bad = NULL;
+	ck_assert_int_eq(iw_post_send(E.qp, &w, &bad), 0);
+	hp_env_track(&E, 50, _i); /* the Write with Immediate may complete first: the transport took it */
+	hp_env_post_send(&E, 51, 16, true); /* may leave before the Terminate comes */
+	/* We are the responder: nothing leaves before the peer's first FPDU
+	 * (a zero-length WRITE, touching no memory). */
+	uint8_t z[IW_DDP_TAGGED_HDR_LEN];
+	hp_hdr_tagged(z, IW_OP_WRITE, 0, 0, true);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, z, sizeof(z), NULL, 0), 0);
+	uint8_t want_op = _i ? IW_OP_IMM_DATA : IW_OP_ATOMIC_REQ;
+	do
+		ck_assert_int_eq(hp_recv_fpdu(E.peer, HP_WAIT_MS, &f), 1);
+	while (f.opcode != want_op);
+	/* The Terminate copies the offending header, as siw's does. */
+	struct iw_rdmap_term t;
+	uint8_t h[IW_DDP_UNTAGGED_HDR_LEN], body[IW_RDMAP_TERM_MAX_LEN];
+	iw_rdmap_term_prepare(&t, c, f.hdr, f.hdr_len, f.ulpdu_len);
+	size_t n = iw_rdmap_term_encode(&t, body);
+	hp_hdr_untagged(h, IW_OP_TERMINATE, IW_DDP_QN_TERMINATE, 1, 0, true, 0);
+	ck_assert_int_eq(hp_send_fpdu(E.peer, h, sizeof(h), body, n), 0);
+	int r;
+	while ((r = hp_recv_fpdu(E.peer, HP_WAIT_MS, &f)) == 1)
+		ck_assert_msg(f.tagged || f.opcode != IW_OP_TERMINATE, "a Terminate answered a Terminate");
+	iw_cm_ack_event(hp_env_event(&E, IW_CM_EVENT_DISCONNECTED, HP_WAIT_MS));
+	ck_assert(iw_term_cause_eq(iw_qp_error(E.qp), c));
+	hp_env_drain(&E, &c);
+	int k = 0;
+	while (k < E.n_wr && E.wr_id[k] != 50)
+		k++;
+	ck_assert_int_lt(k, E.n_wr);
+	if (!_i)
+		ck_assert_int_eq(E.status[k], IW_WC_REM_INV_REQ_ERR);
+	else /* completed when the transport took it, or refused */
+		ck_assert(E.status[k] == IW_WC_SUCCESS || E.status[k] == IW_WC_REM_INV_REQ_ERR);
+	hp_env_check_guards(&E);
+	down();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("rfc7306");
@@ -256,6 +309,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_atomic_response_unexpected, 0, 2);
 	tcase_add_test(tc, test_immediate);
 	tcase_add_test(tc, test_peer_without_rfc7306);
+	tcase_add_loop_test(tc, test_peer_terminates_unknown_opcode, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
