@@ -14,7 +14,7 @@ void iw_ddp_rx_init(struct iw_ddp_rx *rx, const struct iw_ddp_rx_ops *ops, void 
 	memset(rx, 0, sizeof(*rx));
 	rx->ops = ops;
 	rx->ctx = ctx;
-	for (int i = 0; i < IW_DDP_NUM_QN; i++)
+	for (int i = 0; i < IW_DDP_RX_NUM_QN; i++)
 		rx->q[i].msn = 1;
 }
 
@@ -102,7 +102,7 @@ static int rx_untagged(struct iw_ddp_rx *rx, struct iw_ddp_segment *seg,
 	size_t total = 0, len = seg->payload_len;
 	int nsge = 0;
 
-	if (h->qn >= IW_DDP_NUM_QN) {
+	if (h->qn >= IW_DDP_RX_NUM_QN) {
 		*cause = CAUSE_U(IW_ECODE_DDP_U_INV_QN);
 		return -1;
 	}
@@ -192,7 +192,7 @@ bool iw_ddp_rx_end(struct iw_ddp_rx *rx, const struct iw_ddp_segment *seg)
 
 	if (seg->hdr.tagged)
 		return seg->hdr.last;
-	if (seg->hdr.qn >= IW_DDP_NUM_QN) /* never passed rx_begin */
+	if (seg->hdr.qn >= IW_DDP_RX_NUM_QN) /* never passed rx_begin */
 		return false;
 	q = &rx->q[seg->hdr.qn];
 	q->mo += (uint32_t)seg->payload_len;

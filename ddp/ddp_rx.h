@@ -54,7 +54,7 @@ struct iw_ddp_rx_queue {
 struct iw_ddp_rx {
 	const struct iw_ddp_rx_ops *ops;
 	void *ctx;
-	struct iw_ddp_rx_queue q[IW_DDP_NUM_QN];
+	struct iw_ddp_rx_queue q[IW_DDP_RX_NUM_QN];
 };
 
 /* A validated segment and where its payload goes. */

@@ -16,7 +16,7 @@
 
 #include "ddp_wire.h"
 
-#define IW_DDP_TX_MAX_HDR 64 /* DDP header + ULP extension (RDMA Read Request body) */
+#define IW_DDP_TX_MAX_HDR 72 /* DDP header + ULP extension (Read Request or RFC 7306 Atomic Request body) */
 
 struct iw_ddp_tx_msg {
 	/* set by the caller (iw_ddp_tx_msg_init*) */
@@ -27,7 +27,7 @@ struct iw_ddp_tx_msg {
 	uint32_t ulp_word;
 	uint32_t qn;
 	uint32_t msn;
-	const uint8_t *ulp_ext; /* bytes appended to every header (0..28), e.g. Read Request body */
+	const uint8_t *ulp_ext; /* bytes appended to every header (0..54), e.g. Read Request body */
 	uint8_t ulp_ext_len;
 	const struct iovec *sgl;
 	int nsge;

@@ -39,6 +39,10 @@ enum {
 	IW_DDP_QN_READ_REQ = 1,
 	IW_DDP_QN_TERMINATE = 2,
 	IW_DDP_NUM_QN = 3,
+	/* RFC 7306 adds QN 3 (Atomic Responses); DDP keeps MSN state for
+	 * it too, RDMAP refuses it where RFC 7306 was not negotiated. */
+	IW_DDP_QN_ATOMIC_RESP = 3,
+	IW_DDP_RX_NUM_QN = 4,
 };
 
 /* A decoded DDP header. */

@@ -1,7 +1,9 @@
 /* Fuzz the whole receive path of one RDMAP stream endpoint: MPA deframing,
  * DDP validation and placement, RDMAP semantics, Terminate generation.
  *
- * Input: byte 0 picks CRC / markers / chunking; the rest is the byte
+ * Input: byte 0 picks CRC / markers / chunking / RFC 7306 (bit 3: the
+ * writable region also takes atomics, one of our atomics is outstanding
+ * behind the READs, Immediate Data consumes receives); the rest is the byte
  * stream a peer sends after the MPA handshake. The endpoint has memory
  * regions with fixed, guessable STags and small virtual addresses, posted
  * receives, and READs of its own outstanding (so Read Responses can
@@ -87,7 +89,7 @@ static void f_event(void *ctx, const struct iw_rdmap_event *ev)
 	struct fixture *f = ctx;
 	if (ev->type == IW_RDMAP_EV_RECV_DONE) {
 		FUZZ_CHECK(f->recv_head < N_RECV);
-		FUZZ_CHECK(ev->byte_len <= RECV_LEN);
+		FUZZ_CHECK(ev->byte_len <= RECV_LEN || ev->has_imm); /* Immediate: the Write's length */
 		f->recv_head++;
 	}
 	if (ev->type == IW_RDMAP_EV_ERROR || ev->type == IW_RDMAP_EV_TERM_RECV)
@@ -116,7 +118,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t pd;
 		size_t len;
 	} spec[N_MR] = {
-		[MR_RW] = { IW_RDMAP_ACC_REMOTE_WRITE | IW_RDMAP_ACC_REMOTE_READ | IW_RDMAP_ACC_LOCAL_WRITE, 1, 4096 },
+		[MR_RW] = { IW_RDMAP_ACC_REMOTE_WRITE | IW_RDMAP_ACC_REMOTE_READ | IW_RDMAP_ACC_LOCAL_WRITE |
+				    IW_RDMAP_ACC_REMOTE_ATOMIC,
+			    1, 4096 },
 		[MR_RO] = { IW_RDMAP_ACC_LOCAL_WRITE, 1, 1024 },
 		[MR_OTHER_PD] = { IW_RDMAP_ACC_REMOTE_WRITE | IW_RDMAP_ACC_REMOTE_READ, 2, 1024 },
 		[MR_SINK] = { IW_RDMAP_ACC_LOCAL_WRITE, 1, 4096 },
@@ -141,17 +145,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct iw_rdmap_conn c;
 	struct iw_rdmap_conn_cfg cfg = {
 		.crc = mode & 1, .markers_tx = mode & 2, .markers_rx = mode & 2,
-		.mulpdu = 1442, .ird = 4, .ord = 4,
+		.mulpdu = 1442, .ird = 4, .ord = 4, .rfc7306 = mode & 8,
 	};
 	struct iw_rdmap_conn_ops ops = { f_stag, f_recv_buf, f_invalidate, f_event };
 	static struct iovec sq_sgl[8 * IW_RDMAP_MAX_SGE];
 	static uint8_t tx_markers[8 * IW_MPA_TX_MAX_MARKERS][IW_MPA_MARKER_LEN];
-	/* Mode bit 8: verified placement (payload staged until its CRC). */
+	/* Mode 16: verified placement (payload staged until its CRC); mode 8
+	 * negotiates RFC 7306. */
 	static uint8_t rx_stage[65536];
 	struct iw_rdmap_conn_mem mem = {
 		.sq = sq, .sq_depth = 8, .ird = ird, .n_ird = 4, .tx = tx, .n_tx = 8,
 		.sgl_pool = sq_sgl, .max_sge = IW_RDMAP_MAX_SGE, .tx_markers = tx_markers,
-		.rx_stage = (mode & 8) ? rx_stage : NULL, .rx_stage_len = sizeof(rx_stage),
+		.rx_stage = (mode & 16) ? rx_stage : NULL, .rx_stage_len = sizeof(rx_stage),
 	};
 	FUZZ_CHECK(iw_rdmap_conn_init(&c, &cfg, &ops, &f, &mem) == 0);
 
@@ -162,6 +167,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					  .local_stag = f.mr[MR_SINK].stag,
 					  .local_to = f.mr[MR_SINK].va + 1024u * (unsigned)i };
 		wr.sgl[0] = (struct iovec){ f.mr[MR_SINK].mem + GUARD + 1024 * i, 1024 };
+		FUZZ_CHECK(iw_rdmap_post(&c, &wr) == 0);
+	}
+	if (mode & 8) { /* an atomic behind them: its response (id 0) comes third */
+		struct iw_rdmap_wr wr = { .cookie = 2, .opcode = IW_RDMAP_WR_ATOMIC_FETCH_ADD, .nsge = 1,
+					  .remote_stag = 0x9900, .remote_to = 0, .add_swap = 1 };
+		wr.sgl[0] = (struct iovec){ f.mr[MR_SINK].mem + GUARD + 2048, 8 };
 		FUZZ_CHECK(iw_rdmap_post(&c, &wr) == 0);
 	}
 

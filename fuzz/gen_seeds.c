@@ -199,7 +199,7 @@ static void rec(struct buf *b, uint16_t payload_len, const uint8_t *hdr, size_t 
 
 static void seeds_ddp_rdmap(void)
 {
-	uint8_t hdr[64];
+	uint8_t hdr[128];
 	size_t n;
 	struct buf b;
 
@@ -267,10 +267,26 @@ static void seeds_ddp_rdmap(void)
 	rec(&b, (uint16_t)(blen - IW_RDMAP_TERM_CTRL_LEN), hdr, n);
 	add(&b, body, blen);
 	put("fuzz_ddp_rdmap", "term_rfc", b.b, b.n);
+
+	/* RFC 7306: Immediate Data, Atomic Request, Atomic Response. */
+	b.n = 0;
+	n = untagged_hdr(hdr, IW_OP_IMM_DATA, true, IW_DDP_QN_SEND, 1, 0);
+	iw_put_be64(hdr + n, 0x0102030405060708ull);
+	rec(&b, 0, hdr, n + IW_RDMAP_IMM_LEN);
+	struct iw_rdmap_atomic_req ar = {IW_ATOMIC_CMP_SWAP, 0, 9, 0x100, 0x1008, 5, ~0ull, 3, ~0ull};
+	n = untagged_hdr(hdr, IW_OP_ATOMIC_REQ, true, IW_DDP_QN_READ_REQ, 1, 0);
+	iw_rdmap_atomic_req_encode(&ar, hdr + n);
+	rec(&b, 0, hdr, n + IW_RDMAP_ATOMIC_REQ_LEN);
+	struct iw_rdmap_atomic_resp as = {9, 3};
+	n = untagged_hdr(hdr, IW_OP_ATOMIC_RESP, true, IW_RDMAP_QN_ATOMIC_RESP, 1, 0);
+	iw_rdmap_atomic_resp_encode(&as, hdr + n);
+	rec(&b, 0, hdr, n + IW_RDMAP_ATOMIC_RESP_LEN);
+	put("fuzz_ddp_rdmap", "rfc7306", b.b, b.n);
 }
 
 /* ---- fuzz_rdmap_conn: a mode byte (bit 0 CRC, bit 1 markers, bit 2 feed
- * instead of prepare/commit), then what the peer sends. STags and
+ * instead of prepare/commit, bit 3 RFC 7306, bit 4 verified placement),
+ * then what the peer sends. STags and
  * addresses are the ones fuzz_rdmap_conn.c sets up: MR i (1-based) has
  * STag i << 8 | 0x5A at 0x10000 * i; MR 1 is writable, MR 2 read-only,
  * MR 4 the sink of two outstanding 1 KiB READs, MR 5 remotely readable. */
@@ -324,14 +340,61 @@ static void conn_seed(const char *name, uint8_t mode, bool bad_write, bool peer_
 	put("fuzz_rdmap_conn", name, b.b, b.n);
 }
 
+/* RFC 7306 (mode bit 3): Write with Immediate, two Atomic Requests on
+ * the writable region (a FetchAdd, a CmpSwap, and one unaligned when bad),
+ * then the answers to our two READs and our atomic (identifier 0). */
+static void conn_seed_7306(const char *name, uint8_t mode, bool bad)
+{
+	struct iw_mpa_tx tx;
+	struct buf b = {.n = 0};
+	uint8_t hdr[128];
+	size_t n;
+
+	add8(&b, (uint8_t)(mode | 0x08));
+	iw_mpa_tx_init(&tx, mode & 1, mode & 2);
+	n = tagged_hdr(hdr, IW_OP_WRITE, true, CONN_STAG(1), CONN_VA(1) + 64);
+	fpdu(&tx, &b, hdr, n, payload, 200);
+	n = untagged_hdr(hdr, IW_OP_IMM_DATA_SE, true, IW_DDP_QN_SEND, 1, 0);
+	iw_put_be64(hdr + n, 0x0102030405060708ull);
+	fpdu(&tx, &b, hdr, n + IW_RDMAP_IMM_LEN, NULL, 0);
+	for (uint32_t i = 0; i < 2; i++) {
+		struct iw_rdmap_atomic_req ar = {.op = i ? IW_ATOMIC_CMP_SWAP : IW_ATOMIC_FETCH_ADD,
+						 .req_id = 0x40 + i,
+						 .stag = CONN_STAG(1),
+						 .to = CONN_VA(1) + 8 + (bad && i ? 4 : 0),
+						 .add_swap = 5,
+						 .add_swap_mask = i ? ~0ull : 0,
+						 .compare = 0x1111111111111111ull,
+						 .compare_mask = ~0ull};
+		n = untagged_hdr(hdr, IW_OP_ATOMIC_REQ, true, IW_DDP_QN_READ_REQ, 1 + i, 0);
+		iw_rdmap_atomic_req_encode(&ar, hdr + n);
+		fpdu(&tx, &b, hdr, n + IW_RDMAP_ATOMIC_REQ_LEN, NULL, 0);
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		n = tagged_hdr(hdr, IW_OP_READ_RESP, true, CONN_STAG(4), CONN_VA(4) + 1024u * i);
+		fpdu(&tx, &b, hdr, n, payload, 1024);
+	}
+	struct iw_rdmap_atomic_resp rs = {.req_id = 0, .orig = 77};
+	n = untagged_hdr(hdr, IW_OP_ATOMIC_RESP, true, IW_RDMAP_QN_ATOMIC_RESP, 1, 0);
+	iw_rdmap_atomic_resp_encode(&rs, hdr + n);
+	fpdu(&tx, &b, hdr, n + IW_RDMAP_ATOMIC_RESP_LEN, NULL, 0);
+	put("fuzz_rdmap_conn", name, b.b, b.n);
+}
+
 static void seeds_rdmap_conn(void)
 {
+	conn_seed_7306("rfc7306", 0x00, false);
+	conn_seed_7306("rfc7306_crc_markers", 0x03, false);
+	conn_seed_7306("rfc7306_unaligned", 0x05, true);
 	conn_seed("plain", 0x00, false, false);
 	conn_seed("crc_feed", 0x05, false, false);
 	conn_seed("markers_crc", 0x03, false, false);
 	conn_seed("markers_feed", 0x06, false, true);
 	conn_seed("bad_write", 0x01, true, false);
 	conn_seed("peer_term", 0x04, false, true);
+	conn_seed("verified", 0x11, false, false);
+	conn_seed("verified_bad_write", 0x11, true, false);
+	conn_seed("verified_feed", 0x15, false, true);
 }
 
 /* ---- fuzz_qp_live: header, the peer's MPA frame, control bytes, then

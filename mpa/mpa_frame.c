@@ -7,6 +7,8 @@
 #include "iw_bytes.h"
 
 #define FLAG_RESERVED_MASK(rev) ((rev) == IW_MPA_REV1 ? IW_MPA_FLAG_RESERVED_V1 : IW_MPA_FLAG_RESERVED_V2)
+/* The reserved bit libiwarp gives a meaning in this kind of frame. */
+#define FLAG_RFC7306(kind) ((kind) == IW_MPA_REQUEST ? IW_MPA_FLAG_RFC7306_ASK : IW_MPA_FLAG_RFC7306_ACK)
 
 static const char *key_for(enum iw_mpa_frame_kind kind)
 {
@@ -60,6 +62,8 @@ ssize_t iw_mpa_frame_encode(const struct iw_mpa_frame *f, uint8_t *buf, size_t c
 		flags |= IW_MPA_FLAG_REJECT;
 	if (f->enhanced)
 		flags |= IW_MPA_FLAG_ENHANCED;
+	if (f->rfc7306)
+		flags |= FLAG_RFC7306(f->kind);
 
 	/* Private data first: memmove tolerates pdata already inside buf. */
 	if (f->pdata_len)
@@ -103,7 +107,7 @@ static int check_header(const uint8_t *buf, size_t len, enum iw_mpa_frame_kind k
 	if (flags & IW_MPA_DECODE_STRICT) {
 		if (rev == IW_MPA_REV1 && (fl & IW_MPA_FLAG_ENHANCED))
 			return (int)fail(why, IW_MPA_FE_ENHANCED_REV1);
-		if (fl & FLAG_RESERVED_MASK(rev))
+		if (fl & FLAG_RESERVED_MASK(rev) & ~FLAG_RFC7306(kind))
 			return (int)fail(why, IW_MPA_FE_RESERVED);
 		/* RFC 5044: R is zero in a Request. */
 		if ((fl & IW_MPA_FLAG_REJECT) && kind == IW_MPA_REQUEST)
@@ -147,7 +151,8 @@ ssize_t iw_mpa_frame_decode(const uint8_t *buf, size_t len, enum iw_mpa_frame_ki
 		.reject = (fl & IW_MPA_FLAG_REJECT) != 0,
 		/* On rev 1 the 0x10 bit is just another reserved bit. */
 		.enhanced = rev == IW_MPA_REV2 && (fl & IW_MPA_FLAG_ENHANCED),
-		.reserved = fl & FLAG_RESERVED_MASK(rev),
+		.reserved = fl & FLAG_RESERVED_MASK(rev) & ~FLAG_RFC7306(expected),
+		.rfc7306 = (fl & FLAG_RFC7306(expected)) != 0,
 	};
 	size_t off = IW_MPA_FRAME_HDR_LEN;
 	if (f.enhanced) {

@@ -31,7 +31,8 @@ struct iw_mpa_frame {
 	bool crc;
 	bool reject;
 	bool enhanced;    /* rev 2 + ENHANCED flag: IRD/ORD words present */
-	uint8_t reserved; /* reserved flag bits as received; encode sends 0 */
+	uint8_t reserved; /* reserved flag bits as received (but the RFC 7306 bit); encode sends 0 */
+	bool rfc7306;     /* Request: RFC 7306 ASK bit; Reply: ACK bit (mpa_wire.h) */
 	/* Enhanced words, meaningful only when enhanced is set. */
 	bool p2p;
 	uint8_t rtr; /* IW_MPA_RTR_* bits */

@@ -45,6 +45,7 @@ void iw_mpa_make_request(const struct iw_mpa_settings *local, const uint8_t *pda
 		.ord = enhanced ? clamp_ird_ord(local->ord) : 0,
 		.pdata = pdata,
 		.pdata_len = pdata_len,
+		.rfc7306 = local->rfc7306,
 	};
 }
 
@@ -140,6 +141,7 @@ enum iw_mpa_reject_reason iw_mpa_respond(const struct iw_mpa_settings *local,
 	reply->rtr = rtr;
 	reply->pdata = pdata;
 	reply->pdata_len = pdata_len;
+	reply->rfc7306 = local->rfc7306 && req->rfc7306;
 
 	if (out) {
 		*out = (struct iw_mpa_outcome){
@@ -153,6 +155,7 @@ enum iw_mpa_reject_reason iw_mpa_respond(const struct iw_mpa_settings *local,
 			.p2p = reply->p2p,
 			.rtr = rtr,
 			.wait_for_first_fpdu = true,
+			.rfc7306 = reply->rfc7306,
 		};
 	}
 	return IW_MPA_OK;
@@ -216,6 +219,7 @@ enum iw_mpa_reject_reason iw_mpa_initiator_check(const struct iw_mpa_settings *l
 			.p2p = p2p,
 			.rtr = rtr,
 			.wait_for_first_fpdu = false,
+			.rfc7306 = local->rfc7306 && sent_req->rfc7306 && reply->rfc7306,
 		};
 	}
 	return IW_MPA_OK;

@@ -18,6 +18,10 @@
  *  - Peer-to-peer: if both sides want p2p the responder picks one RTR type
  *    from the intersection (preference WRITE, READ, SEND); an empty
  *    intersection is a reject (RFC 6581 "no matching RTR").
+ *  - RFC 7306: an initiator with local.rfc7306 sets the ASK bit; a
+ *    responder with local.rfc7306 answers an ASK with the ACK bit. Both
+ *    ends use the extensions iff the Reply carries ACK (an echoed ASK,
+ *    as siw sends, is not an ACK).
  *  - Nothing may follow a Reply before the initiator's first FPDU; that is
  *    the caller's duty, recorded in outcome.wait_for_first_fpdu.
  */
@@ -47,6 +51,7 @@ struct iw_mpa_settings {
 	uint16_t ord;
 	bool p2p;
 	uint8_t rtr_allowed; /* IW_MPA_RTR_* bits we can send or receive */
+	bool rfc7306;        /* offer / accept RFC 7306 (ASK/ACK flag bits) */
 };
 
 /* What was agreed, from this side's point of view. */
@@ -61,6 +66,7 @@ struct iw_mpa_outcome {
 	bool p2p;
 	uint8_t rtr; /* the one RTR type chosen (IW_MPA_RTR_*), or 0 */
 	bool wait_for_first_fpdu; /* responder: send nothing until the initiator's first FPDU */
+	bool rfc7306; /* both ends use RFC 7306: Request had ASK, Reply ACK */
 };
 
 enum iw_mpa_reject_reason {

@@ -32,6 +32,12 @@ static inline uint16_t iw_mpa_hdr_pd_len(const uint8_t *buf)
 #define IW_MPA_FLAG_ENHANCED 0x10 /* RFC 6581: IRD/ORD words lead the private data */
 #define IW_MPA_FLAG_RESERVED_V1 0x1F
 #define IW_MPA_FLAG_RESERVED_V2 0x0F
+/* libiwarp's RFC 7306 capability, in reserved flag bits (MPA negotiates
+ * nothing for it; docs/rfc7306.md): ASK in a Request, ACK in a Reply.
+ * They differ because Linux siw echoes a Request's reserved bits in its
+ * Reply, so an echoed ASK must not read as an ACK. */
+#define IW_MPA_FLAG_RFC7306_ASK 0x08
+#define IW_MPA_FLAG_RFC7306_ACK 0x04
 
 #define IW_MPA_REV1 1
 #define IW_MPA_REV2 2

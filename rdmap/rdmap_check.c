@@ -36,6 +36,12 @@ static const struct iw_term_cause code_causes[IW_CHK_CODE_COUNT] = {
 	[IW_CHK_IRD] = { IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_CATA_STREAM, true },
 	/* The receiver places a Read Request body in a 28-byte buffer. */
 	[IW_CHK_READ_REQ_LONG] = { IW_LAYER_DDP, IW_ETYPE_DDP_UNTAGGED, IW_ECODE_DDP_U_TOO_LONG, true },
+	[IW_CHK_EXT_NOT_NEGOTIATED] = { IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNEXP_OPCODE, true },
+	[IW_CHK_BODY_LONG] = { IW_LAYER_DDP, IW_ETYPE_DDP_UNTAGGED, IW_ECODE_DDP_U_TOO_LONG, true },
+	[IW_CHK_BODY_LEN] = { IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED, true },
+	[IW_CHK_ATOMIC_OP] = { IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED, true },
+	[IW_CHK_ATOMIC_UNEXPECTED] = { IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNEXP_OPCODE, true },
+	[IW_CHK_ATOMIC_ID] = { IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED, true },
 };
 
 struct iw_term_cause iw_rdmap_check_code_cause(enum iw_rdmap_check_code code)
@@ -118,6 +124,22 @@ int iw_rdmap_violation_str(const struct iw_rdmap_violation *v, char *buf, size_t
 	case IW_CHK_IRD:
 		return snprintf(buf, cap, "Read Request beyond IRD %" PRIu64 " (%" PRIu64 " outstanding)", v->want,
 				v->got);
+	case IW_CHK_EXT_NOT_NEGOTIATED:
+		return snprintf(buf, cap, "%s, but RFC 7306 was not negotiated", opname);
+	case IW_CHK_BODY_LONG:
+		return snprintf(buf, cap, "%s body of %" PRIu64 " bytes, longer than %" PRIu64, opname, v->got,
+				v->want);
+	case IW_CHK_BODY_LEN:
+		return snprintf(buf, cap, "%s body of %" PRIu64 " bytes, expected %" PRIu64 " at MO 0", opname, v->got,
+				v->want);
+	case IW_CHK_ATOMIC_OP:
+		return snprintf(buf, cap, "unknown Atomic Operation code %" PRIu64, v->got);
+	case IW_CHK_ATOMIC_UNEXPECTED:
+		return snprintf(buf, cap, "%s, but the oldest outstanding request is %s", opname,
+				v->want ? "an Atomic Request" : (v->got ? "a Read Request" : "none"));
+	case IW_CHK_ATOMIC_ID:
+		return snprintf(buf, cap, "Atomic Response for request %" PRIu64 ", expected %" PRIu64, v->got,
+				v->want);
 	case IW_CHK_CODE_COUNT:
 		break;
 	}
@@ -161,6 +183,7 @@ enum iw_mpa_reject_reason iw_rdmap_check_cfg_from_mpa(const struct iw_mpa_frame 
 		cfg->markers[IW_CHK_I2R] = rep->markers;
 		cfg->markers[IW_CHK_R2I] = req->markers;
 	}
+	cfg->rfc7306 = req->rfc7306 && rep->rfc7306;
 	if (enhanced) {
 		cfg->reads_known[IW_CHK_I2R] = true;
 		cfg->max_reads[IW_CHK_I2R] = rep->ird;
@@ -181,11 +204,11 @@ void iw_rdmap_check_init(struct iw_rdmap_check *c, const struct iw_rdmap_check_c
 			.crc = c->cfg.crc,
 			.markers = c->cfg.markers[dir],
 			.max_ulpdu = c->cfg.max_ulpdu,
-			.ulp_lens = iw_rdmap_ulp_lens,
+			.ulp_lens = c->cfg.rfc7306 ? iw_rdmap_ulp_lens_7306 : iw_rdmap_ulp_lens,
 		};
 
 		iw_mpa_rx_init(&d->rx, &rc);
-		for (int q = 0; q < IW_DDP_NUM_QN; q++)
+		for (int q = 0; q < IW_DDP_RX_NUM_QN; q++)
 			d->q[q].msn = 1;
 	}
 }
@@ -249,11 +272,83 @@ static void on_read_request(struct iw_rdmap_check *c, int dir, const struct iw_d
 			return;
 	}
 	d->reads[(d->rd_head + d->rd_count) % IW_RDMAP_CHECK_MAX_READS] = rr;
+	d->is_atomic[(d->rd_head + d->rd_count) % IW_RDMAP_CHECK_MAX_READS] = false;
 	if (d->rd_count == 0) {
 		d->resp_placed = 0;
 		d->resp_fpdus = 0;
 	}
 	d->rd_count++;
+}
+
+/* Fixed body length of an RFC 7306 untagged message, 0 for others. */
+static uint32_t ext_body_len(uint8_t op)
+{
+	switch (op) {
+	case IW_OP_IMM_DATA:
+	case IW_OP_IMM_DATA_SE:
+		return IW_RDMAP_IMM_LEN;
+	case IW_OP_ATOMIC_REQ:
+		return IW_RDMAP_ATOMIC_REQ_LEN;
+	case IW_OP_ATOMIC_RESP:
+		return IW_RDMAP_ATOMIC_RESP_LEN;
+	default:
+		return 0;
+	}
+}
+
+static void on_atomic_request(struct iw_rdmap_check *c, int dir, struct iw_rdmap_check_ev *ev)
+{
+	struct iw_rdmap_check_dir *d = &c->d[dir];
+	struct iw_rdmap_atomic_req ar;
+
+	iw_rdmap_atomic_req_decode(d->body[IW_DDP_QN_READ_REQ], &ar);
+	ev->msg.atomic = ar;
+	ev->msg.atomic_known = true;
+	if (ar.op != IW_ATOMIC_FETCH_ADD && ar.op != IW_ATOMIC_CMP_SWAP) {
+		violate(ev, IW_CHK_ATOMIC_OP, ar.op, 0);
+		return; /* the receiver Terminates: no response will follow */
+	}
+	if (c->d[!dir].lost)
+		return;
+	if ((c->cfg.reads_known[dir] && d->rd_count >= c->cfg.max_reads[dir]) ||
+	    d->rd_count >= IW_RDMAP_CHECK_MAX_READS) {
+		uint64_t lim = c->cfg.reads_known[dir] ? c->cfg.max_reads[dir] : IW_RDMAP_CHECK_MAX_READS;
+		violate(ev, IW_CHK_IRD, d->rd_count, lim < IW_RDMAP_CHECK_MAX_READS ? lim : IW_RDMAP_CHECK_MAX_READS);
+		if (d->rd_count >= IW_RDMAP_CHECK_MAX_READS)
+			return;
+	}
+	uint32_t i = (d->rd_head + d->rd_count) % IW_RDMAP_CHECK_MAX_READS;
+	d->is_atomic[i] = true;
+	d->atomics[i] = ar;
+	if (d->rd_count == 0) {
+		d->resp_placed = 0;
+		d->resp_fpdus = 0;
+	}
+	d->rd_count++;
+}
+
+static void on_atomic_response(struct iw_rdmap_check *c, int dir, struct iw_rdmap_check_ev *ev)
+{
+	struct iw_rdmap_check_dir *r = &c->d[!dir]; /* the requester */
+	struct iw_rdmap_atomic_resp ar;
+
+	iw_rdmap_atomic_resp_decode(c->d[dir].body[IW_DDP_QN_ATOMIC_RESP], &ar);
+	ev->msg.aresp = ar;
+	if (r->rd_count == 0 && r->lost)
+		return;
+	uint32_t i = r->rd_head % IW_RDMAP_CHECK_MAX_READS;
+	if (r->rd_count == 0 || !r->is_atomic[i]) {
+		violate(ev, IW_CHK_ATOMIC_UNEXPECTED, r->rd_count != 0, 0);
+		return;
+	}
+	ev->msg.atomic = r->atomics[i];
+	ev->msg.atomic_known = true;
+	if (ar.req_id != r->atomics[i].req_id)
+		violate(ev, IW_CHK_ATOMIC_ID, ar.req_id, r->atomics[i].req_id);
+	r->rd_head = (r->rd_head + 1) % IW_RDMAP_CHECK_MAX_READS;
+	r->rd_count--;
+	r->resp_placed = 0;
+	r->resp_fpdus = 0;
 }
 
 static void untagged_end(struct iw_rdmap_check *c, int dir, const struct iw_ddp_hdr *h, size_t payload_len,
@@ -280,9 +375,29 @@ static void untagged_end(struct iw_rdmap_check *c, int dir, const struct iw_ddp_
 	q->mo = 0;
 	q->fpdus = 0;
 
+	uint32_t ext = ext_body_len(m->opcode);
+	if (ext && (h->mo != 0 || total != ext)) {
+		ev->has_msg = true;
+		if (total < ext || h->mo != 0)
+			violate(ev, IW_CHK_BODY_LEN, total, ext);
+		return;
+	}
 	switch (m->opcode) {
 	case IW_OP_READ_REQ:
 		on_read_request(c, dir, h, total, ev);
+		break;
+	case IW_OP_ATOMIC_REQ:
+		ev->has_msg = true;
+		on_atomic_request(c, dir, ev);
+		break;
+	case IW_OP_ATOMIC_RESP:
+		ev->has_msg = true;
+		on_atomic_response(c, dir, ev);
+		break;
+	case IW_OP_IMM_DATA:
+	case IW_OP_IMM_DATA_SE:
+		ev->has_msg = true;
+		m->imm = iw_get_be64(d->body[IW_DDP_QN_SEND]);
 		break;
 	case IW_OP_TERMINATE: {
 		size_t n = total < IW_RDMAP_CHECK_BODY_MAX ? (size_t)total : IW_RDMAP_CHECK_BODY_MAX;
@@ -314,10 +429,12 @@ static void check_untagged(struct iw_rdmap_check *c, int dir, const struct iw_dd
 		ev->viol.qn = h->qn;
 		ev->viol.msn = h->msn;
 		q->mo = h->mo;
-	} else if (h->qn == IW_DDP_QN_READ_REQ && (uint64_t)h->mo + payload_len > IW_RDMAP_READ_REQ_LEN) {
+	} else if (ext_body_len(ev->fpdu.opcode) && (uint64_t)h->mo + payload_len > ext_body_len(ev->fpdu.opcode)) {
+		violate(ev, IW_CHK_BODY_LONG, (uint64_t)h->mo + payload_len, ext_body_len(ev->fpdu.opcode));
+	} else if (ev->fpdu.opcode == IW_OP_READ_REQ && (uint64_t)h->mo + payload_len > IW_RDMAP_READ_REQ_LEN) {
 		violate(ev, IW_CHK_READ_REQ_LONG, (uint64_t)h->mo + payload_len, IW_RDMAP_READ_REQ_LEN);
 	}
-	if (h->qn != IW_DDP_QN_SEND) {
+	if (h->qn != IW_DDP_QN_SEND || ext_body_len(ev->fpdu.opcode)) {
 		/* A new body: bytes the caller does not hand over read as 0. */
 		if (h->mo == 0)
 			memset(c->d[dir].body[h->qn], 0, IW_RDMAP_CHECK_BODY_MAX);
@@ -375,6 +492,10 @@ static void check_read_resp(struct iw_rdmap_check *c, int dir, const struct iw_d
 	}
 	if (r->rd_count == 0) {
 		violate(ev, IW_CHK_RESP_UNEXPECTED, 0, 0);
+		return;
+	}
+	if (r->is_atomic[r->rd_head % IW_RDMAP_CHECK_MAX_READS]) {
+		violate(ev, IW_CHK_ATOMIC_UNEXPECTED, 1, 1);
 		return;
 	}
 	rr = &r->reads[r->rd_head % IW_RDMAP_CHECK_MAX_READS];
@@ -440,6 +561,10 @@ static void segment(struct iw_rdmap_check *c, int dir, const uint8_t *hdr, size_
 	if (!(op->flags & IW_OPF_VALID) || op->tagged != h->tagged) {
 		/* want != 0 marks a defined opcode with the wrong T bit. */
 		violate(ev, IW_CHK_OPCODE, h->tagged, (op->flags & IW_OPF_VALID) ? 1 : 0);
+		return;
+	}
+	if ((op->flags & IW_OPF_RFC7306) && !c->cfg.rfc7306) {
+		violate(ev, IW_CHK_EXT_NOT_NEGOTIATED, 0, 0);
 		return;
 	}
 	if (!h->tagged && h->qn != op->qn) {
@@ -516,7 +641,7 @@ static void on_header(struct iw_rdmap_check_dir *d, const struct iw_mpa_rx_event
 	if (rev->payload_len && iw_ddp_hdr_decode(d->hdr, d->hdr_len, &h) && !h.tagged) {
 		uint8_t op = iw_rdmap_opcode_of(h.ulp_ctrl);
 
-		if (op == IW_OP_READ_REQ || op == IW_OP_TERMINATE) {
+		if (op == IW_OP_READ_REQ || op == IW_OP_TERMINATE || ext_body_len(op)) {
 			d->sink.iov_base = d->scratch;
 			d->sink.iov_len = sizeof(d->scratch);
 			d->sink_used = true;

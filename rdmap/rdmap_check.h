@@ -82,6 +82,14 @@ enum iw_rdmap_check_code {
 	IW_CHK_READ_REQ_LEN,   /* body shorter than 28 bytes, or not at MO 0 (0,2,0xFF) */
 	IW_CHK_IRD,            /* more Read Requests outstanding than the receiver's IRD (0,2,7) */
 	IW_CHK_READ_REQ_LONG,  /* body beyond its 28 bytes: too long for the buffer (1,2,5) */
+	/* RFC 7306 */
+	IW_CHK_EXT_NOT_NEGOTIATED, /* RFC 7306 opcode on a connection that did not negotiate it (0,2,6) */
+	IW_CHK_BODY_LONG,      /* Atomic / Immediate body beyond its fixed size (1,2,5) */
+	IW_CHK_BODY_LEN,       /* Atomic / Immediate body not its fixed size at MO 0 (0,2,0xFF) */
+	IW_CHK_ATOMIC_OP,      /* unknown Atomic Operation code (0,2,0xFF) */
+	IW_CHK_ATOMIC_UNEXPECTED, /* Atomic Response with no Atomic Request oldest outstanding,
+				   * or Read Response where an Atomic Response is due (0,2,6) */
+	IW_CHK_ATOMIC_ID,      /* Atomic Response for another request identifier (0,2,0xFF) */
 	IW_CHK_CODE_COUNT,
 };
 
@@ -118,6 +126,10 @@ struct iw_rdmap_check_msg {
 	uint64_t to;         /* tagged: TO of its first segment */
 	uint32_t inv_stag;   /* Send with Invalidate */
 	uint64_t len;        /* payload bytes (Read Request: its 28-byte body) */
+	struct iw_rdmap_atomic_req atomic;  /* Atomic Request; Atomic Response: the request */
+	struct iw_rdmap_atomic_resp aresp;  /* Atomic Response */
+	bool atomic_known;
+	uint64_t imm;        /* Immediate Data */
 	uint32_t fpdus;
 	struct iw_rdmap_read_req rr; /* Read Request; Read Response: the request it answered */
 	bool rr_known;       /* rr is valid (a Read Response is unmatched when the
@@ -150,6 +162,7 @@ struct iw_rdmap_check_cfg {
 	 * outstanding (the receiver's IRD), when reads_known[d]. */
 	bool reads_known[2];
 	uint16_t max_reads[2];
+	bool rfc7306; /* both ends negotiated RFC 7306 (docs/rfc7306.md) */
 };
 
 /* Untagged queue state: the message in progress or the next one. */
@@ -178,13 +191,17 @@ struct iw_rdmap_check_dir {
 	uint8_t scratch[IW_RDMAP_CHECK_BODY_MAX];
 	struct iovec sink;
 	bool sink_used;
-	struct iw_rdmap_check_queue q[IW_DDP_NUM_QN];
-	uint8_t body[IW_DDP_NUM_QN][IW_RDMAP_CHECK_BODY_MAX]; /* QN 1, 2 bodies */
+	struct iw_rdmap_check_queue q[IW_DDP_RX_NUM_QN];
+	uint8_t body[IW_DDP_RX_NUM_QN][IW_RDMAP_CHECK_BODY_MAX]; /* QN 1, 2, 3 bodies; QN 0 Immediate Data */
 	struct iw_rdmap_check_tmsg write;
 	struct iw_rdmap_check_tmsg resp_unknown; /* Read Response the checker cannot match */
 	/* Read Requests this direction sent, oldest first, not yet answered
 	 * completely by the other direction. */
 	struct iw_rdmap_read_req reads[IW_RDMAP_CHECK_MAX_READS];
+	/* RFC 7306 Atomic Requests share the ring (and the IRD) with reads:
+	 * is_atomic marks them, atomics[] holds their requests. */
+	bool is_atomic[IW_RDMAP_CHECK_MAX_READS];
+	struct iw_rdmap_atomic_req atomics[IW_RDMAP_CHECK_MAX_READS];
 	uint32_t rd_head, rd_count;
 	uint64_t resp_placed;  /* bytes of the oldest request answered so far */
 	uint32_t resp_fpdus;

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "iw_bytes.h"
+
 enum sq_state { SQ_FREE = 0, SQ_QUEUED, SQ_SENDING, SQ_WAIT_ACK, SQ_WAIT_RESP, SQ_DONE };
 enum ird_state { IRD_FREE = 0, IRD_RECEIVING, IRD_READY, IRD_SENDING, IRD_WAIT_ACK };
 enum tx_kind { TX_NONE = 0, TX_SQ, TX_RESP, TX_TERM };
@@ -108,13 +110,29 @@ static int ddp_untagged(void *ctx, uint32_t qn, uint32_t msn, const struct iovec
 {
 	struct iw_rdmap_conn *c = ctx;
 	(void)msn;   /* DDP already checked it against the queue's expected MSN */
-	(void)cause; /* DDP's default, "no buffer", fits every refusal here */
+	/* DDP's default cause, "no buffer", fits every refusal here but an
+	 * unknown queue. */
 
 	switch (qn) {
 	case IW_DDP_QN_SEND:
+		if (c->rx.opcode == IW_OP_IMM_DATA || c->rx.opcode == IW_OP_IMM_DATA_SE) {
+			/* Immediate Data consumes the head receive (RFC 7306) but
+			 * its 8 bytes go to the completion, not the buffer. */
+			const struct iovec *rsgl;
+			int rn;
+			if (c->ops.recv_buf(c->ctx, &rsgl, &rn) < 0)
+				return -1;
+			c->rx_iov.iov_base = c->imm_in;
+			c->rx_iov.iov_len = sizeof(c->imm_in);
+			*sgl = &c->rx_iov;
+			*nsge = 1;
+			return 0;
+		}
 		return c->ops.recv_buf(c->ctx, sgl, nsge);
 	case IW_DDP_QN_READ_REQ: {
 		struct iw_rdmap_ird_entry *e;
+		/* Exactly the body's room: a longer request is DDP's "too long". */
+		size_t body = c->rx.opcode == IW_OP_ATOMIC_REQ ? IW_RDMAP_ATOMIC_REQ_LEN : IW_RDMAP_READ_REQ_LEN;
 		uint32_t held = c->ird_tail - c->ird_head;
 		if (held && ird_at(c, c->ird_tail - 1)->state == IRD_RECEIVING) {
 			e = ird_at(c, c->ird_tail - 1); /* a later segment of the same request */
@@ -124,7 +142,7 @@ static int ddp_untagged(void *ctx, uint32_t qn, uint32_t msn, const struct iovec
 				 * copy it; on_fpdu fails the stream. */
 				c->rx.ird_overflow = true;
 				c->rx_iov.iov_base = c->ird_overflow;
-				c->rx_iov.iov_len = sizeof(c->ird_overflow);
+				c->rx_iov.iov_len = body;
 				*sgl = &c->rx_iov;
 				*nsge = 1;
 				return 0;
@@ -134,11 +152,17 @@ static int ddp_untagged(void *ctx, uint32_t qn, uint32_t msn, const struct iovec
 			e->state = IRD_RECEIVING;
 		}
 		c->rx_iov.iov_base = e->raw;
-		c->rx_iov.iov_len = sizeof(e->raw);
+		c->rx_iov.iov_len = body;
 		*sgl = &c->rx_iov;
 		*nsge = 1;
 		return 0;
 	}
+	case IW_DDP_QN_ATOMIC_RESP:
+		c->rx_iov.iov_base = c->atomic_resp_in;
+		c->rx_iov.iov_len = sizeof(c->atomic_resp_in);
+		*sgl = &c->rx_iov;
+		*nsge = 1;
+		return 0;
 	case IW_DDP_QN_TERMINATE:
 		c->rx_iov.iov_base = c->term_in_buf;
 		c->rx_iov.iov_len = sizeof(c->term_in_buf);
@@ -146,6 +170,7 @@ static int ddp_untagged(void *ctx, uint32_t qn, uint32_t msn, const struct iovec
 		*nsge = 1;
 		return 0;
 	default:
+		*cause = IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_UNTAGGED, IW_ECODE_DDP_U_INV_QN);
 		return -1;
 	}
 }
@@ -168,7 +193,8 @@ static int rdmap_precheck(struct iw_rdmap_conn *c, const struct iw_ddp_hdr *h, s
 		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_INV_VERSION));
 		return -1;
 	}
-	if (!(info->flags & IW_OPF_VALID) || info->tagged != h->tagged) {
+	if (!(info->flags & IW_OPF_VALID) || info->tagged != h->tagged ||
+	    ((info->flags & IW_OPF_RFC7306) && !c->cfg.rfc7306)) {
 		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNEXP_OPCODE));
 		return -1;
 	}
@@ -176,13 +202,19 @@ static int rdmap_precheck(struct iw_rdmap_conn *c, const struct iw_ddp_hdr *h, s
 		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_DDP, IW_ETYPE_DDP_UNTAGGED, IW_ECODE_DDP_U_INV_QN));
 		return -1;
 	}
-	if (op == IW_OP_READ_RESP) {
-		/* Responses come in request order: match the oldest READ. */
-		if (c->reads_out == 0) {
+	if (op == IW_OP_READ_RESP || op == IW_OP_ATOMIC_RESP) {
+		/* Responses come in request order: match the oldest READ or
+		 * atomic, whichever kind this response is. */
+		bool atomic_head = c->reads_out &&
+				   sq_at(c, c->ord_ring[c->ord_head % IW_RDMAP_MAX_IRD_ORD])->wr.opcode !=
+					   IW_RDMAP_WR_READ;
+		if (c->reads_out == 0 || atomic_head != (op == IW_OP_ATOMIC_RESP)) {
 			fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP,
 						 IW_ECODE_RDMAP_UNEXP_OPCODE));
 			return -1;
 		}
+		if (op == IW_OP_ATOMIC_RESP)
+			return 0;
 		struct iw_rdmap_sq_entry *e = sq_at(c, c->ord_ring[c->ord_head % IW_RDMAP_MAX_IRD_ORD]);
 		size_t want = sgl_len(e->wr.sgl, e->wr.nsge);
 		if (h->stag != e->wr.local_stag) {
@@ -230,20 +262,38 @@ static void on_header(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *ev)
 		iw_mpa_rx_set_sink(&c->mpa_rx, NULL, 0);
 }
 
+static const uint8_t rdmap_stag_code[] = {
+	[IW_STAG_INVALID] = IW_ECODE_RDMAP_INV_STAG,
+	[IW_STAG_BOUNDS] = IW_ECODE_RDMAP_BASE_BOUNDS,
+	[IW_STAG_NOT_ASSOC] = IW_ECODE_RDMAP_STAG_NOT_ASSOC,
+	[IW_STAG_ACCESS] = IW_ECODE_RDMAP_ACCESS,
+};
+
+static void on_atomic_request(struct iw_rdmap_conn *c, struct iw_rdmap_ird_entry *e);
+
 static void on_read_request(struct iw_rdmap_conn *c)
 {
 	if (c->rx.ird_overflow) {
-		memcpy(c->rx.ulpdu_head + c->rx.hdr_len, c->ird_overflow, IW_RDMAP_READ_REQ_LEN);
-		c->rx.hdr_len = (uint16_t)(c->rx.hdr_len + IW_RDMAP_READ_REQ_LEN);
+		/* Atomic Requests count against IRD like reads (RFC 7306). */
+		if (c->rx.opcode == IW_OP_READ_REQ) {
+			memcpy(c->rx.ulpdu_head + c->rx.hdr_len, c->ird_overflow, IW_RDMAP_READ_REQ_LEN);
+			c->rx.hdr_len = (uint16_t)(c->rx.hdr_len + IW_RDMAP_READ_REQ_LEN);
+		}
 		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_CATA_STREAM));
 		return;
 	}
 	struct iw_rdmap_ird_entry *e = ird_at(c, c->ird_tail - 1);
-	struct iw_rdmap_read_req *r = &e->req;
+	if (c->rx.opcode == IW_OP_ATOMIC_REQ) {
+		on_atomic_request(c, e);
+		return;
+	}
+	struct iw_rdmap_read_req *r = &e->req, dec;
 
-	iw_rdmap_read_req_decode(e->raw, r);
-	/* Errors about a Read Request copy its body into the Terminate. */
+	/* Errors about a Read Request copy its body into the Terminate;
+	 * the decoded form then takes the body's room. */
 	memcpy(c->rx.ulpdu_head + c->rx.hdr_len, e->raw, IW_RDMAP_READ_REQ_LEN);
+	iw_rdmap_read_req_decode(e->raw, &dec);
+	*r = dec;
 	c->rx.hdr_len = (uint16_t)(c->rx.hdr_len + IW_RDMAP_READ_REQ_LEN);
 
 	if (c->rx.seg.hdr.mo + c->rx.seg.payload_len != IW_RDMAP_READ_REQ_LEN) {
@@ -258,18 +308,112 @@ static void on_read_request(struct iw_rdmap_conn *c)
 		}
 		enum iw_stag_status st = c->ops.stag(c->ctx, r->src_stag, r->src_to, r->size,
 						     IW_RDMAP_ACC_REMOTE_READ, &e->src);
-		static const uint8_t rdmap_code[] = {
-			[IW_STAG_INVALID] = IW_ECODE_RDMAP_INV_STAG,
-			[IW_STAG_BOUNDS] = IW_ECODE_RDMAP_BASE_BOUNDS,
-			[IW_STAG_NOT_ASSOC] = IW_ECODE_RDMAP_STAG_NOT_ASSOC,
-			[IW_STAG_ACCESS] = IW_ECODE_RDMAP_ACCESS,
-		};
 		if (st != IW_STAG_OK) {
-			fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, rdmap_code[st]));
+			fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, rdmap_stag_code[st]));
 			return;
 		}
 	}
 	e->state = IRD_READY;
+}
+
+/* An Atomic Request arrived whole: validate now, execute later (when it
+ * is the oldest held request: see atomic_execute). */
+static void on_atomic_request(struct iw_rdmap_conn *c, struct iw_rdmap_ird_entry *e)
+{
+	struct iw_rdmap_atomic_req req, *r = &req;
+
+	e->is_atomic = true;
+	e->executed = false;
+	if (c->rx.seg.hdr.mo + c->rx.seg.payload_len != IW_RDMAP_ATOMIC_REQ_LEN) {
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED));
+		return;
+	}
+	iw_rdmap_atomic_req_decode(e->raw, r);
+	if (r->op != IW_ATOMIC_FETCH_ADD && r->op != IW_ATOMIC_CMP_SWAP) {
+		/* RFC 5040 has no code for an unknown atomic operation. */
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED));
+		return;
+	}
+	if (r->to + 8 < r->to) {
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, IW_ECODE_RDMAP_TO_WRAP));
+		return;
+	}
+	enum iw_stag_status st = c->ops.stag(c->ctx, r->stag, r->to, 8, IW_RDMAP_ACC_REMOTE_ATOMIC, &e->src);
+	if (st != IW_STAG_OK) {
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, rdmap_stag_code[st]));
+		return;
+	}
+	if ((uintptr_t)e->src % 8) {
+		/* Only a naturally aligned word can be updated atomically. */
+		e->src = NULL;
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_PROT, IW_ECODE_RDMAP_BASE_BOUNDS));
+		return;
+	}
+	e->state = IRD_READY; /* raw keeps the request until it executes */
+}
+
+/* Apply a held atomic exactly once. The compare-exchange makes it atomic
+ * against every other QP and thread of this process using the word. */
+static void atomic_execute(struct iw_rdmap_ird_entry *e)
+{
+	uint64_t *p = (uint64_t *)(void *)e->src;
+	uint64_t old = __atomic_load_n(p, __ATOMIC_SEQ_CST), nv;
+	struct iw_rdmap_atomic_req req;
+	bool changed;
+
+	iw_rdmap_atomic_req_decode(e->raw, &req);
+	for (;;) {
+		nv = iw_rdmap_atomic_apply(&req, old, &changed);
+		if (!changed)
+			break;
+		if (__atomic_compare_exchange_n(p, &old, nv, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			break;
+	}
+	struct iw_rdmap_atomic_resp resp = { .req_id = req.req_id, .orig = old };
+	iw_rdmap_atomic_resp_encode(&resp, e->raw);
+	e->executed = true;
+}
+
+static void on_atomic_response(struct iw_rdmap_conn *c)
+{
+	struct iw_rdmap_sq_entry *e = sq_at(c, c->ord_ring[c->ord_head % IW_RDMAP_MAX_IRD_ORD]);
+	struct iw_rdmap_atomic_resp r;
+
+	if (c->rx.seg.hdr.mo + c->rx.seg.payload_len != IW_RDMAP_ATOMIC_RESP_LEN) {
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED));
+		return;
+	}
+	iw_rdmap_atomic_resp_decode(c->atomic_resp_in, &r);
+	if (r.req_id != e->req_id) {
+		/* Not the answer to our oldest request: out of order or forged. */
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED));
+		return;
+	}
+	memcpy(e->wr.sgl[0].iov_base, &r.orig, sizeof(r.orig)); /* host order */
+	e->state = SQ_DONE;
+	c->ord_head++;
+	c->reads_out--;
+	sq_retire(c);
+}
+
+static void on_imm_data(struct iw_rdmap_conn *c, uint8_t op)
+{
+	const struct iw_ddp_segment *s = &c->rx.seg;
+
+	if (s->hdr.mo + s->payload_len != IW_RDMAP_IMM_LEN) {
+		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_UNSPECIFIED));
+		return;
+	}
+	struct iw_rdmap_event ev = {
+		.type = IW_RDMAP_EV_RECV_DONE,
+		.opcode = op,
+		.byte_len = c->last_write_len,
+		.solicited = op == IW_OP_IMM_DATA_SE,
+		.has_imm = true,
+		.imm = iw_get_be64(c->imm_in),
+	};
+	c->last_write_len = 0;
+	emit(c, &ev);
 }
 
 static void on_read_response(struct iw_rdmap_conn *c, bool last)
@@ -341,11 +485,27 @@ static void on_fpdu(struct iw_rdmap_conn *c)
 	c->bytes_placed += s->payload_len;
 	switch (c->rx.opcode) {
 	case IW_OP_WRITE:
+		/* Write with Immediate reports its Write's length. */
+		c->write_bytes += (uint32_t)s->payload_len;
+		if (s->hdr.last) {
+			c->last_write_len = c->write_bytes;
+			c->write_bytes = 0;
+		}
+		break;
+	case IW_OP_ATOMIC_RESP:
+		if (complete)
+			on_atomic_response(c);
+		break;
+	case IW_OP_IMM_DATA:
+	case IW_OP_IMM_DATA_SE:
+		if (complete)
+			on_imm_data(c, c->rx.opcode);
 		break;
 	case IW_OP_READ_RESP:
 		on_read_response(c, s->hdr.last);
 		break;
 	case IW_OP_READ_REQ:
+	case IW_OP_ATOMIC_REQ:
 		if (complete)
 			on_read_request(c);
 		break;
@@ -409,10 +569,11 @@ bool iw_rdmap_tx_reads_from(const struct iw_rdmap_conn *c, const void *addr, siz
 
 	for (uint32_t i = c->ird_head; i != c->ird_tail; i++) {
 		const struct iw_rdmap_ird_entry *e = &c->mem.ird[i % c->mem.n_ird];
-		if (e->state == IRD_FREE || e->state == IRD_RECEIVING || !e->src || !e->req.size)
+		if (e->state == IRD_FREE || e->state == IRD_RECEIVING || !e->src)
 			continue;
+		size_t n = e->is_atomic ? (e->executed ? 0 : 8) : e->req.size;
 		uintptr_t s = (uintptr_t)e->src;
-		if (s < hi && s + e->req.size > lo)
+		if (n && s < hi && s + n > lo)
 			return true;
 	}
 	return false;
@@ -455,7 +616,14 @@ void iw_rdmap_rx_commit(struct iw_rdmap_conn *c, size_t n)
 
 static bool response_ready(struct iw_rdmap_conn *c)
 {
-	return c->ird_next != c->ird_tail && ird_at(c, c->ird_next)->state == IRD_READY;
+	if (c->ird_next == c->ird_tail)
+		return false;
+	const struct iw_rdmap_ird_entry *e = ird_at(c, c->ird_next);
+	if (e->state != IRD_READY)
+		return false;
+	/* An atomic executes only once every earlier Read Response has been
+	 * handed to the transport, so none of them can see its result. */
+	return !e->is_atomic || e->executed || c->ird_head == c->ird_next;
 }
 
 static bool sq_ready(struct iw_rdmap_conn *c)
@@ -465,7 +633,9 @@ static bool sq_ready(struct iw_rdmap_conn *c)
 	const struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_next);
 	if (e->wr.fence && c->reads_out > 0)
 		return false;
-	if (e->wr.opcode == IW_RDMAP_WR_READ && c->reads_out >= c->cfg.ord)
+	if ((e->wr.opcode == IW_RDMAP_WR_READ || e->wr.opcode == IW_RDMAP_WR_ATOMIC_FETCH_ADD ||
+	     e->wr.opcode == IW_RDMAP_WR_ATOMIC_CMP_SWAP) &&
+	    c->reads_out >= c->cfg.ord)
 		return false;
 	return true;
 }
@@ -478,9 +648,48 @@ static void start_sq(struct iw_rdmap_conn *c)
 
 	cur->kind = TX_SQ;
 	cur->idx = (uint16_t)(c->sq_next % c->mem.sq_depth);
+	cur->more = false;
 	e->state = SQ_SENDING;
+	if (wr->opcode == IW_RDMAP_WR_WRITE_IMM && !e->write_sent) {
+		/* First the Write; the WR stays next for its Immediate Data. */
+		e->write_sent = true;
+		cur->more = true;
+		iw_ddp_tx_msg_tagged(&cur->ddp, iw_rdmap_ctrl(IW_OP_WRITE), wr->remote_stag, wr->remote_to,
+				     wr->sgl, wr->nsge);
+		return;
+	}
 	c->sq_next++;
 	switch (wr->opcode) {
+	case IW_RDMAP_WR_WRITE_IMM:
+		/* Bodies go as a header extension: copied into the FPDU's slot,
+		 * so the next message may reuse cur->ext at once. */
+		iw_put_be64(cur->ext, wr->imm);
+		iw_ddp_tx_msg_untagged(&cur->ddp, iw_rdmap_ctrl(wr->solicited ? IW_OP_IMM_DATA_SE : IW_OP_IMM_DATA),
+				       0, IW_DDP_QN_SEND, c->send_msn++, NULL, 0);
+		cur->ddp.ulp_ext = cur->ext;
+		cur->ddp.ulp_ext_len = IW_RDMAP_IMM_LEN;
+		break;
+	case IW_RDMAP_WR_ATOMIC_FETCH_ADD:
+	case IW_RDMAP_WR_ATOMIC_CMP_SWAP: {
+		struct iw_rdmap_atomic_req r = {
+			.op = wr->opcode == IW_RDMAP_WR_ATOMIC_CMP_SWAP ? IW_ATOMIC_CMP_SWAP : IW_ATOMIC_FETCH_ADD,
+			.req_id = c->atomic_req_id++,
+			.stag = wr->remote_stag,
+			.to = wr->remote_to,
+			.add_swap = wr->add_swap,
+			.compare = wr->compare,
+		};
+		if (r.op == IW_ATOMIC_CMP_SWAP)
+			r.add_swap_mask = r.compare_mask = UINT64_MAX;
+		e->req_id = r.req_id;
+		iw_rdmap_atomic_req_encode(&r, cur->ext);
+		/* Atomic Requests count MSNs on QN 1 together with Read Requests. */
+		iw_ddp_tx_msg_untagged(&cur->ddp, iw_rdmap_ctrl(IW_OP_ATOMIC_REQ), 0, IW_DDP_QN_READ_REQ,
+				       c->readreq_msn++, NULL, 0);
+		cur->ddp.ulp_ext = cur->ext;
+		cur->ddp.ulp_ext_len = IW_RDMAP_ATOMIC_REQ_LEN;
+		break;
+	}
 	case IW_RDMAP_WR_WRITE:
 		iw_ddp_tx_msg_tagged(&cur->ddp, iw_rdmap_ctrl(IW_OP_WRITE), wr->remote_stag, wr->remote_to,
 				     wr->sgl, wr->nsge);
@@ -525,6 +734,15 @@ static void start_response(struct iw_rdmap_conn *c)
 	cur->idx = (uint16_t)(c->ird_next % c->mem.n_ird);
 	e->state = IRD_SENDING;
 	c->ird_next++;
+	if (e->is_atomic) {
+		if (!e->executed)
+			atomic_execute(e);
+		cur->one.iov_base = e->raw;
+		cur->one.iov_len = IW_RDMAP_ATOMIC_RESP_LEN;
+		iw_ddp_tx_msg_untagged(&cur->ddp, iw_rdmap_ctrl(IW_OP_ATOMIC_RESP), 0, IW_DDP_QN_ATOMIC_RESP,
+				       c->atomic_resp_msn++, &cur->one, 1);
+		return;
+	}
 	cur->one.iov_base = e->src;
 	cur->one.iov_len = e->req.size;
 	iw_ddp_tx_msg_tagged(&cur->ddp, iw_rdmap_ctrl(IW_OP_READ_RESP), e->req.sink_stag, e->req.sink_to,
@@ -575,9 +793,13 @@ static void message_built(struct iw_rdmap_conn *c, struct iw_rdmap_tx_slot *slot
 
 	slot->done_kind = cur->kind;
 	slot->done_idx = cur->idx;
-	if (cur->kind == TX_SQ) {
+	if (cur->kind == TX_SQ && cur->more) {
+		/* Write part of a Write with Immediate: the WR goes on. */
+		slot->done_kind = TX_NONE;
+	} else if (cur->kind == TX_SQ) {
 		struct iw_rdmap_sq_entry *e = &c->mem.sq[cur->idx];
-		if (e->wr.opcode == IW_RDMAP_WR_READ) {
+		if (e->wr.opcode == IW_RDMAP_WR_READ || e->wr.opcode == IW_RDMAP_WR_ATOMIC_FETCH_ADD ||
+		    e->wr.opcode == IW_RDMAP_WR_ATOMIC_CMP_SWAP) {
 			/* Outstanding from now on: the response may overtake our ack. */
 			e->state = SQ_WAIT_RESP;
 			c->ord_ring[(c->ord_head + c->reads_out) % IW_RDMAP_MAX_IRD_ORD] =
@@ -753,13 +975,14 @@ int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *
 	c->state = IW_RDMAP_ST_RTS;
 	c->send_msn = 1;
 	c->readreq_msn = 1;
+	c->atomic_resp_msn = 1;
 
 	iw_mpa_tx_init(&c->mpa_tx, cfg->crc, cfg->markers_tx);
 	struct iw_mpa_rx_config rc = {
 		.crc = cfg->crc,
 		.markers = cfg->markers_rx,
 		.max_ulpdu = cfg->max_ulpdu_rx,
-		.ulp_lens = iw_rdmap_ulp_lens,
+		.ulp_lens = cfg->rfc7306 ? iw_rdmap_ulp_lens_7306 : iw_rdmap_ulp_lens,
 		.stage = mem->rx_stage,
 		.stage_len = mem->rx_stage_len,
 	};
@@ -772,8 +995,13 @@ int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr)
 {
 	if (c->state != IW_RDMAP_ST_RTS)
 		return -EPIPE;
-	if (wr->nsge < 0 || (uint32_t)wr->nsge > c->mem.max_sge || (unsigned)wr->opcode > IW_RDMAP_WR_READ)
+	if (wr->nsge < 0 || (uint32_t)wr->nsge > c->mem.max_sge || (unsigned)wr->opcode > IW_RDMAP_WR_OPCODE_MAX)
 		return -EINVAL;
+	bool atomic = wr->opcode == IW_RDMAP_WR_ATOMIC_FETCH_ADD || wr->opcode == IW_RDMAP_WR_ATOMIC_CMP_SWAP;
+	if ((atomic || wr->opcode == IW_RDMAP_WR_WRITE_IMM) && !c->cfg.rfc7306)
+		return -EOPNOTSUPP; /* the peer never said it knows these opcodes */
+	if (atomic && (wr->nsge != 1 || wr->sgl[0].iov_len != 8 || c->cfg.ord == 0))
+		return -EINVAL; /* the original value goes to one 8-byte buffer */
 	if (wr->opcode == IW_RDMAP_WR_READ && wr->nsge > 1)
 		return -EINVAL; /* an iWARP READ sink is one STag: one contiguous buffer */
 	if (c->sq_tail - c->sq_head >= c->mem.sq_depth)
@@ -794,11 +1022,19 @@ int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr)
 		.remote_stag = wr->remote_stag,
 		.remote_to = wr->remote_to,
 		.local_stag = wr->local_stag,
-		.local_to = wr->local_to,
 		.inv_stag = wr->inv_stag,
+		.solicited = wr->solicited,
 	};
+	if (atomic) {
+		e->wr.add_swap = wr->add_swap;
+		e->wr.compare = wr->compare;
+	} else {
+		e->wr.local_to = wr->local_to;
+		e->wr.imm = wr->imm;
+	}
 	e->state = SQ_QUEUED;
 	e->placed = 0;
+	e->write_sent = false;
 	c->sq_tail++;
 	return 0;
 }

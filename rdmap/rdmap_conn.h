@@ -6,6 +6,12 @@
  * Terminate after a violation. iw_rdmap_tx_pull() hands out gather lists
  * of whole FPDUs (header | application memory | pad + CRC) that the
  * transport writes; iw_rdmap_tx_ack() says how many bytes it wrote.
+ * RFC 7306 (cfg.rfc7306): Atomic Requests share QN 1, the IRD/ORD limits
+ * and the response order with Read Requests (an atomic executes once, when
+ * every earlier response has been handed to the transport, and answers on
+ * QN 3); Write with Immediate is an RDMA Write followed by an Immediate
+ * Data message on QN 0, which consumes the head receive buffer and
+ * completes it with the 8 immediate bytes (RECV_DONE, opcode IMM_DATA).
  * Messages are scheduled whole: Read Responses and send-queue messages
  * interleave only between messages (RFC 5040 sec. 5.5); a pending
  * Terminate goes out at the next FPDU boundary and nothing follows it.
@@ -56,6 +62,7 @@ enum {
 	IW_RDMAP_ACC_LOCAL_WRITE = 1,  /* Read Response into our sink buffer */
 	IW_RDMAP_ACC_REMOTE_WRITE = 2, /* inbound RDMA WRITE */
 	IW_RDMAP_ACC_REMOTE_READ = 4,  /* inbound RDMA READ source */
+	IW_RDMAP_ACC_REMOTE_ATOMIC = 8, /* inbound RFC 7306 Atomic target */
 };
 
 enum iw_rdmap_wr_opcode {
@@ -65,6 +72,11 @@ enum iw_rdmap_wr_opcode {
 	IW_RDMAP_WR_SEND_SE_INV,
 	IW_RDMAP_WR_WRITE,
 	IW_RDMAP_WR_READ,
+	/* RFC 7306: need cfg.rfc7306 (else post fails -EOPNOTSUPP) */
+	IW_RDMAP_WR_ATOMIC_FETCH_ADD, /* sgl: one 8-byte buffer for the original value */
+	IW_RDMAP_WR_ATOMIC_CMP_SWAP,
+	IW_RDMAP_WR_WRITE_IMM,        /* RDMA Write of sgl, then Immediate Data */
+	IW_RDMAP_WR_OPCODE_MAX = IW_RDMAP_WR_WRITE_IMM,
 };
 
 struct iw_rdmap_wr {
@@ -78,6 +90,13 @@ struct iw_rdmap_wr {
 	uint32_t local_stag; /* READ: our sink STag, sent in the request */
 	uint64_t local_to;   /* READ: our sink TO (sgl[0] must be that memory) */
 	uint32_t inv_stag;   /* SEND_INV / SEND_SE_INV */
+	/* ATOMIC_*: add or swap value and compare value (host order); the
+	 * request carries plain masks (FetchAdd 0, CmpSwap all-ones), as
+	 * verbs do. WRITE_IMM: imm, and solicited for the Immediate Data
+	 * with SE variant. */
+	uint64_t add_swap, compare;
+	uint64_t imm;
+	bool solicited;
 };
 
 enum iw_rdmap_event_type {
@@ -98,6 +117,8 @@ struct iw_rdmap_event {
 	bool solicited;              /* RECV_DONE */
 	bool invalidated;            /* RECV_DONE: inv_stag was invalidated */
 	uint32_t inv_stag;
+	bool has_imm;                /* RECV_DONE of Immediate Data: imm is valid */
+	uint64_t imm;
 	struct iw_term_cause cause;  /* ERROR / TERM_RECV */
 	const struct iw_rdmap_term *term; /* TERM_RECV */
 };
@@ -123,36 +144,55 @@ struct iw_rdmap_conn_cfg {
 	uint16_t max_ulpdu_rx;  /* largest ULPDU we accept (0 = 65535) */
 	uint16_t ird;           /* inbound reads we accept at once (<= mem.n_ird) */
 	uint16_t ord;           /* reads we issue at once (<= 128) */
+	bool rfc7306;           /* RFC 7306 opcodes negotiated for this stream */
 };
 
 /* A posted WR as the send queue keeps it: its SGEs live in
  * mem.sgl_pool (mem.max_sge per slot), not in a maximum-sized array. */
 struct iw_rdmap_sq_wr {
 	uint64_t cookie;
+	struct iovec *sgl;
+	uint64_t remote_to;
+	/* Fields no opcode uses together share room: the send queue is
+	 * per-WR memory of every QP. */
+	union {
+		uint64_t local_to; /* READ */
+		uint64_t compare;  /* ATOMIC_CMP_SWAP */
+	};
+	union {
+		uint64_t add_swap; /* ATOMIC_* */
+		uint64_t imm;      /* WRITE_IMM */
+	};
+	uint32_t remote_stag;
+	uint32_t local_stag;
+	uint32_t inv_stag;
+	int nsge;
 	enum iw_rdmap_wr_opcode opcode;
 	bool fence;
-	struct iovec *sgl;
-	int nsge;
-	uint32_t remote_stag;
-	uint64_t remote_to;
-	uint32_t local_stag;
-	uint64_t local_to;
-	uint32_t inv_stag;
+	bool solicited;
 };
 
 /* Send queue slot. */
 struct iw_rdmap_sq_entry {
 	struct iw_rdmap_sq_wr wr;
 	uint8_t state;
-	uint32_t placed; /* READ: response bytes placed */
+	bool write_sent; /* WRITE_IMM: the Write part is built */
+	union {
+		uint32_t placed; /* READ: response bytes placed */
+		uint32_t req_id; /* ATOMIC: identifier sent in the request */
+	};
 };
 
 /* Inbound Read Request slot. */
 struct iw_rdmap_ird_entry {
-	uint8_t raw[IW_RDMAP_READ_REQ_LEN];
-	struct iw_rdmap_read_req req;
-	uint8_t *src;
+	union {
+		uint8_t raw[IW_RDMAP_MAX_BODY]; /* body as received; ATOMIC: then its response */
+		struct iw_rdmap_read_req req;   /* READ, once decoded */
+	};
+	uint8_t *src; /* READ source / ATOMIC target */
 	uint8_t state;
+	bool is_atomic;
+	bool executed; /* ATOMIC: applied; raw holds the response */
 };
 
 /* Payload bytes an FPDU always carries copied into its tx slot (one
@@ -202,13 +242,14 @@ struct iw_rdmap_tx_cur {
 	uint16_t idx;
 	struct iw_ddp_tx_msg ddp;
 	struct iovec one; /* single-buffer payload (read response, terminate) */
-	uint8_t ext[IW_RDMAP_READ_REQ_LEN];
+	uint8_t ext[IW_RDMAP_MAX_BODY];
+	bool more; /* SQ: the WR has another message after this one */
 };
 
 /* Receive-side state for the segment being processed. */
 struct iw_rdmap_rx_cur {
 	struct iw_ddp_segment seg;
-	uint8_t ulpdu_head[IW_MPA_RX_MAX_HDR + IW_RDMAP_READ_REQ_LEN]; /* for a Terminate copy */
+	uint8_t ulpdu_head[IW_MPA_RX_MAX_HDR + IW_RDMAP_MAX_BODY]; /* for a Terminate copy */
 	uint16_t hdr_len;
 	uint16_t ulpdu_len;
 	uint8_t opcode;
@@ -237,6 +278,8 @@ struct iw_rdmap_conn {
 	uint32_t sq_tail;                    /* next free slot */
 	uint32_t send_msn;                   /* next MSN on QN 0 */
 	uint32_t readreq_msn;                /* next MSN on QN 1 */
+	uint32_t atomic_resp_msn;            /* next MSN on QN 3 */
+	uint32_t atomic_req_id;              /* next Atomic Request identifier */
 	uint32_t reads_out;                  /* READs sent, awaiting responses */
 	uint16_t ord_ring[IW_RDMAP_MAX_IRD_ORD]; /* SQ indices of outstanding READs, oldest first */
 	uint32_t ord_head;
@@ -260,7 +303,11 @@ struct iw_rdmap_conn {
 	struct iw_rdmap_rx_cur rx;
 	uint8_t term_in_buf[IW_RDMAP_TERM_MAX_LEN + 64];
 	struct iovec rx_iov; /* untagged buffer handed to DDP for QN 1 / 2 */
-	uint8_t ird_overflow[IW_RDMAP_READ_REQ_LEN];
+	uint8_t ird_overflow[IW_RDMAP_MAX_BODY];
+	uint8_t imm_in[IW_RDMAP_IMM_LEN];             /* Immediate Data body */
+	uint8_t atomic_resp_in[IW_RDMAP_ATOMIC_RESP_LEN]; /* Atomic Response body */
+	uint32_t write_bytes;      /* inbound RDMA Write message in progress */
+	uint32_t last_write_len;   /* the last whole one (Write with Immediate's length) */
 	struct iw_rdmap_term term_in;
 	struct iw_term_cause error;
 
@@ -279,7 +326,9 @@ int iw_rdmap_conn_init(struct iw_rdmap_conn *c, const struct iw_rdmap_conn_cfg *
 		       const struct iw_rdmap_conn_mem *mem);
 
 /* Post a work request (copied). 0, or -ENOSPC (send queue full), -EINVAL
- * (bad SGE count or opcode), -EPIPE (stream no longer running). */
+ * (bad SGE count or opcode; an atomic needs one 8-byte SGE and ORD > 0),
+ * -EOPNOTSUPP (RFC 7306 WR without cfg.rfc7306), -EPIPE (stream no longer
+ * running). */
 int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr);
 
 /* Gather list of whole FPDUs ready to send: at most iov_cap iovecs and
@@ -371,14 +420,16 @@ static inline uint16_t iw_rdmap_ord(const struct iw_rdmap_conn *c)
 	return c->cfg.ord;
 }
 
-/* Cookie of the oldest READ waiting for its response; false if none. */
+/* Cookie of the oldest READ or atomic waiting for its response; false if none. */
 bool iw_rdmap_oldest_read(const struct iw_rdmap_conn *c, uint64_t *cookie);
 
 /* Cookie of the oldest WR already (partly) transmitted and not yet
  * completed whose opcode is in opmask (IW_RDMAP_WR_BIT(op) bits); false
  * if none. */
 #define IW_RDMAP_WR_BIT(op) (1u << (op))
-#define IW_RDMAP_WR_ANY 0x3Fu
+#define IW_RDMAP_WR_ANY 0x1FFu
+#define IW_RDMAP_WR_ATOMICS                                                                                   \
+	(IW_RDMAP_WR_BIT(IW_RDMAP_WR_ATOMIC_FETCH_ADD) | IW_RDMAP_WR_BIT(IW_RDMAP_WR_ATOMIC_CMP_SWAP))
 #define IW_RDMAP_WR_SENDS                                                                                     \
 	(IW_RDMAP_WR_BIT(IW_RDMAP_WR_SEND) | IW_RDMAP_WR_BIT(IW_RDMAP_WR_SEND_SE) |                           \
 	 IW_RDMAP_WR_BIT(IW_RDMAP_WR_SEND_INV) | IW_RDMAP_WR_BIT(IW_RDMAP_WR_SEND_SE_INV))

@@ -249,6 +249,13 @@ static void cm_qp_settings(struct iw_cm_id *id, const struct iw_qp *qp)
 		id->settings.crc = IW_MPA_CRC_REQUIRED;
 }
 
+bool iw_rfc7306_enabled(void)
+{
+	/* Read per connection: tests flip it between connections. */
+	const char *v = getenv("IWARP_RFC7306");
+	return !(v && strcmp(v, "0") == 0);
+}
+
 static int cm_settings(struct iw_cm_id *id, const struct iw_conn_param *p, bool initiator)
 {
 	struct iw_mpa_settings *s = &id->settings;
@@ -259,6 +266,7 @@ static int cm_settings(struct iw_cm_id *id, const struct iw_conn_param *p, bool 
 	if (!p)
 		p = &none;
 	iw_mpa_settings_default(s);
+	s->rfc7306 = iw_rfc7306_enabled();
 	if (p->mpa_rev == 1) {
 		s->rev = IW_MPA_REV1;
 	} else if (p->mpa_rev != 0 && p->mpa_rev != 2) {
@@ -378,6 +386,7 @@ static struct iw_qp_conn_params cm_conn_params(const struct iw_cm_id *id, uint32
 		.markers_rx = o->markers_rx,
 		.ird = o->ird,
 		.ord = o->ord,
+		.rfc7306 = o->rfc7306,
 		.mulpdu = mulpdu,
 		.max_ulpdu_rx = (uint16_t)id->max_ulpdu_rx, /* checked <= 65535; 0: the maximum */
 	};

@@ -302,6 +302,7 @@ struct iw_qp_conn_params {
 	bool crc;
 	bool markers_tx, markers_rx;
 	uint16_t ird, ord;
+	bool rfc7306;          /* the peer ACKed RFC 7306 (docs/rfc7306.md) */
 	uint32_t mulpdu;       /* largest ULPDU we send */
 	uint16_t max_ulpdu_rx; /* largest we accept (0: 65535) */
 };
@@ -430,6 +431,8 @@ static inline bool iw_qp_live(const struct iw_qp *qp)
 
 /* The CM established the connection: size and start the engine. */
 int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, struct iw_transport *t);
+/* RFC 7306 offered/accepted in MPA: on unless IWARP_RFC7306=0. */
+bool iw_rfc7306_enabled(void);
 /* The transport lost the stream (peer FIN, RST, error). err 0: graceful.
  * The QP goes to ERROR/CLOSED and flushes everything outstanding. */
 void iw_qp_transport_closed(struct iw_qp *qp, int err);

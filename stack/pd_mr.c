@@ -50,6 +50,8 @@ unsigned iw_mr_rights_for(unsigned rdmap_access)
 		r |= IW_ACCESS_REMOTE_WRITE;
 	if (rdmap_access & IW_RDMAP_ACC_REMOTE_READ)
 		r |= IW_ACCESS_REMOTE_READ;
+	if (rdmap_access & IW_RDMAP_ACC_REMOTE_ATOMIC)
+		r |= IW_ACCESS_REMOTE_ATOMIC;
 	return r;
 }
 
@@ -152,10 +154,11 @@ static bool read_response_pending(struct iw_context *ctx, const void *addr, size
 
 static int check_reg(void *addr, size_t length, unsigned access)
 {
-	if (access & ~(unsigned)(IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ))
+	if (access & ~(unsigned)(IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ |
+				 IW_ACCESS_REMOTE_ATOMIC))
 		return -EINVAL;
 	/* Like verbs: remote write implies the right to write locally. */
-	if ((access & IW_ACCESS_REMOTE_WRITE) && !(access & IW_ACCESS_LOCAL_WRITE))
+	if ((access & (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_ATOMIC)) && !(access & IW_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
 	if (!addr && length)
 		return -EINVAL;
@@ -302,7 +305,8 @@ enum iw_stag_status iw_mr_lookup(struct iw_context *ctx, struct iw_pd *pd, uint3
 	/* iw_mr_rights_for, inline: this runs for every SGE of every post. */
 	unsigned need = ((rdmap_access & IW_RDMAP_ACC_LOCAL_WRITE) ? IW_ACCESS_LOCAL_WRITE : 0u) |
 			((rdmap_access & IW_RDMAP_ACC_REMOTE_WRITE) ? IW_ACCESS_REMOTE_WRITE : 0u) |
-			((rdmap_access & IW_RDMAP_ACC_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0u);
+			((rdmap_access & IW_RDMAP_ACC_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0u) |
+			((rdmap_access & IW_RDMAP_ACC_REMOTE_ATOMIC) ? IW_ACCESS_REMOTE_ATOMIC : 0u);
 	if ((mr->access & need) != need)
 		return IW_STAG_ACCESS;
 	if (to < base)

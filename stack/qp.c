@@ -85,7 +85,12 @@ static enum iw_wc_opcode wc_opcode_of(enum iw_rdmap_wr_opcode op)
 {
 	switch (op) {
 	case IW_RDMAP_WR_WRITE:
+	case IW_RDMAP_WR_WRITE_IMM:
 		return IW_WC_RDMA_WRITE;
+	case IW_RDMAP_WR_ATOMIC_CMP_SWAP:
+		return IW_WC_COMP_SWAP;
+	case IW_RDMAP_WR_ATOMIC_FETCH_ADD:
+		return IW_WC_FETCH_ADD;
 	case IW_RDMAP_WR_READ:
 		return IW_WC_RDMA_READ;
 	default:
@@ -191,7 +196,7 @@ static void on_sq_event(struct iw_qp *qp, const struct iw_rdmap_event *ev)
 
 	qp->sq_completed++;
 	meta_release(qp, slot);
-	if (ok && ev->wr_opcode == IW_RDMAP_WR_READ)
+	if (ok && (IW_RDMAP_WR_BIT(ev->wr_opcode) & (IW_RDMAP_WR_BIT(IW_RDMAP_WR_READ) | IW_RDMAP_WR_ATOMICS)))
 		iw_qp_defer(qp, IW_QPW_KICK); /* fenced WRs / ORD may proceed */
 	if (qp->st == IW_QP_ST_CLOSING)
 		iw_qp_defer(qp, IW_QPW_DRAIN);
@@ -237,6 +242,12 @@ static void on_recv_done(struct iw_qp *qp, const struct iw_rdmap_event *ev)
 		wc.flags |= IW_WC_WITH_INV;
 		wc.invalidated_stag = ev->inv_stag;
 	}
+	if (ev->has_imm) {
+		/* RFC 7306 Immediate Data: a Write with Immediate's notice. */
+		wc.opcode = IW_WC_RECV_RDMA_WITH_IMM;
+		wc.flags |= IW_WC_WITH_IMM;
+		wc.imm_data = ev->imm;
+	}
 	iw_rq_entry_release(e);
 	if (!qp->srq)
 		iw_rq_pop(&qp->rq);
@@ -262,6 +273,12 @@ static bool is_send_opcode(uint8_t op)
 	return op == IW_OP_SEND || op == IW_OP_SEND_INV || op == IW_OP_SEND_SE || op == IW_OP_SEND_SE_INV;
 }
 
+/* Untagged messages that consume a receive WR. */
+static bool is_recv_opcode(uint8_t op)
+{
+	return is_send_opcode(op) || op == IW_OP_IMM_DATA || op == IW_OP_IMM_DATA_SE;
+}
+
 static void blame_sq(struct iw_qp *qp, uint64_t cookie, enum iw_wc_status st)
 {
 	qp->blame_sq = true;
@@ -278,10 +295,10 @@ static void blame_local(struct iw_qp *qp, struct iw_term_cause c)
 	if (qp->error_local || c.layer == IW_LAYER_MPA || c.etype == 0)
 		return; /* framing or local failures: no particular WR */
 	uint8_t op = iw_rdmap_rx_opcode(&qp->conn);
-	if (is_send_opcode(op) && qp->rx_cur) {
+	if (is_recv_opcode(op) && qp->rx_cur) {
 		qp->blame_rq = true;
 		qp->blame_rq_status = local_recv_status(c);
-	} else if (op == IW_OP_READ_RESP && iw_rdmap_oldest_read(&qp->conn, &cookie)) {
+	} else if ((op == IW_OP_READ_RESP || op == IW_OP_ATOMIC_RESP) && iw_rdmap_oldest_read(&qp->conn, &cookie)) {
 		blame_sq(qp, cookie, cause_is_protection(c) ? IW_WC_LOC_PROT_ERR : IW_WC_LOC_QP_OP_ERR);
 	}
 }
@@ -303,8 +320,17 @@ static void blame_remote(struct iw_qp *qp, const struct iw_rdmap_term *t, struct
 		found = iw_rdmap_oldest_started(conn, IW_RDMAP_WR_BIT(IW_RDMAP_WR_WRITE), &cookie);
 	else if (is_send_opcode(op))
 		found = iw_rdmap_oldest_started(conn, IW_RDMAP_WR_SENDS, &cookie);
-	if (found)
-		blame_sq(qp, cookie, remote_status(c));
+	else if (op == IW_OP_ATOMIC_REQ)
+		found = iw_rdmap_oldest_read(conn, &cookie) || iw_rdmap_oldest_started(conn, IW_RDMAP_WR_ATOMICS, &cookie);
+	else if (op == IW_OP_IMM_DATA || op == IW_OP_IMM_DATA_SE)
+		found = iw_rdmap_oldest_started(conn, IW_RDMAP_WR_BIT(IW_RDMAP_WR_WRITE_IMM), &cookie);
+	if (found) {
+		/* A peer that does not know the opcode (it never ACKed RFC 7306
+		 * but got one anyway): the request was invalid for it. */
+		bool unknown_op = c.layer == IW_LAYER_RDMAP && c.etype == IW_ETYPE_RDMAP_REMOTE_OP &&
+				  c.ecode == IW_ECODE_RDMAP_UNEXP_OPCODE;
+		blame_sq(qp, cookie, unknown_op ? IW_WC_REM_INV_REQ_ERR : remote_status(c));
+	}
 }
 
 static void linger_start(struct iw_qp *qp, uint64_t first_check_ms)
@@ -522,6 +548,7 @@ int iw_qp_connect_start(struct iw_qp *qp, const struct iw_qp_conn_params *p, str
 		.max_ulpdu_rx = p->max_ulpdu_rx,
 		.ird = p->ird,
 		.ord = p->ord,
+		.rfc7306 = p->rfc7306,
 	};
 	struct iw_rdmap_conn_mem mem = {
 		.sq = qp->sq,
@@ -819,6 +846,8 @@ struct send_op {
 	bool remote;    /* names the peer's memory: rkey, remote_addr */
 	bool inv;       /* carries invalidate_rkey to the peer */
 	bool read_sink; /* the SGE is a local sink: one, LOCAL_WRITE, no inline, ORD > 0 */
+	bool rfc7306;   /* needs the peer's RFC 7306 ACK */
+	bool atomic;    /* read_sink of exactly 8 bytes; carries compare_add / swap */
 };
 
 /* Local invalidates wait in SQ order behind the engine's WRs; no engine
@@ -928,7 +957,11 @@ static int post_engine_wr(struct iw_qp *qp, const struct iw_send_wr *wr, const s
 	struct iw_mr *mrs[IW_RDMAP_MAX_SGE];
 	int nmr = 0;
 
+	if (o->rfc7306 && !iw_rdmap_config(c)->rfc7306)
+		return -EOPNOTSUPP; /* the peer did not accept RFC 7306 (e.g. siw) */
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
+		return -EINVAL;
+	if (o->atomic && (wr->num_sge != 1 || wr->sg_list[0].length != 8))
 		return -EINVAL;
 	/* An iWARP READ sink is one STag: one SGE. */
 	if (o->read_sink && (wr->num_sge > 1 || iw_rdmap_ord(c) == 0))
@@ -947,6 +980,14 @@ static int post_engine_wr(struct iw_qp *qp, const struct iw_send_wr *wr, const s
 	w.remote_stag = o->remote ? wr->rkey : 0;
 	w.remote_to = o->remote ? wr->remote_addr : 0;
 	w.inv_stag = o->inv ? wr->invalidate_rkey : 0;
+	if (o->atomic) {
+		/* The engine's fields follow RFC 7306: "add or swap", "compare". */
+		bool cs = o->op == IW_RDMAP_WR_ATOMIC_CMP_SWAP;
+		w.add_swap = cs ? wr->swap : wr->compare_add;
+		w.compare = cs ? wr->compare_add : 0;
+	}
+	w.imm = wr->imm_data;
+	w.solicited = o->op == IW_RDMAP_WR_WRITE_IMM && (wr->send_flags & IW_SEND_SOLICITED);
 	if ((rc = iw_rdmap_post(c, &w)) < 0)
 		return rc;
 	sq_meta_record(qp, wr, &w, mrs, nmr);
@@ -968,6 +1009,15 @@ static const struct send_op send_ops[] = {
 	[IW_WR_RDMA_WRITE] = { ENGINE_WR(IW_RDMAP_WR_WRITE, IW_RDMAP_WR_WRITE), .flags = SEND_FLAGS, .remote = true },
 	[IW_WR_RDMA_READ] = { ENGINE_WR(IW_RDMAP_WR_READ, IW_RDMAP_WR_READ), .flags = SEND_FLAGS & ~(unsigned)IW_SEND_INLINE,
 			      .remote = true, .read_sink = true },
+	[IW_WR_ATOMIC_CMP_AND_SWP] = { ENGINE_WR(IW_RDMAP_WR_ATOMIC_CMP_SWAP, IW_RDMAP_WR_ATOMIC_CMP_SWAP),
+				       .flags = IW_SEND_SIGNALED | IW_SEND_FENCE, .remote = true, .read_sink = true,
+				       .rfc7306 = true, .atomic = true },
+	[IW_WR_ATOMIC_FETCH_AND_ADD] = { ENGINE_WR(IW_RDMAP_WR_ATOMIC_FETCH_ADD, IW_RDMAP_WR_ATOMIC_FETCH_ADD),
+					 .flags = IW_SEND_SIGNALED | IW_SEND_FENCE, .remote = true, .read_sink = true,
+					 .rfc7306 = true, .atomic = true },
+	/* SOLICITED sends the Immediate Data with SE. */
+	[IW_WR_RDMA_WRITE_WITH_IMM] = { ENGINE_WR(IW_RDMAP_WR_WRITE_IMM, IW_RDMAP_WR_WRITE_IMM), .flags = SEND_FLAGS,
+					.remote = true, .rfc7306 = true },
 	/* invalidate_rkey names our own STag here: nothing goes to the peer */
 	[IW_WR_LOCAL_INV] = { .post = post_local_inv, .flags = IW_SEND_SIGNALED | IW_SEND_FENCE },
 };
@@ -1052,6 +1102,16 @@ int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_recv_wr **ba
 
 /* ------------------------------------------------------------------ */
 /* Accessors                                                           */
+
+bool iw_qp_rfc7306(const struct iw_qp *qp)
+{
+	if (!qp)
+		return false;
+	iw_ctx_lock(qp->ctx);
+	bool on = qp->st != IW_QP_ST_IDLE && iw_rdmap_config(&qp->conn)->rfc7306;
+	iw_ctx_unlock(qp->ctx);
+	return on;
+}
 
 enum iw_qp_state iw_qp_state(const struct iw_qp *qp)
 {

@@ -275,6 +275,9 @@ const char *tc_wc_opcode_str(enum iw_wc_opcode op)
 	case IW_WC_RDMA_READ: return "RDMA READ";
 	case IW_WC_RECV: return "RECV";
 	case IW_WC_LOCAL_INV: return "LOCAL_INV";
+	case IW_WC_COMP_SWAP: return "COMPARE AND SWAP";
+	case IW_WC_FETCH_ADD: return "FETCH AND ADD";
+	case IW_WC_RECV_RDMA_WITH_IMM: return "RECV RDMA WITH IMM";
 	}
 	return "WR";
 }

@@ -192,7 +192,10 @@ int ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
 	a->max_ee_rd_atom = 0;
 	a->max_res_rd_atom = 128 * 4096;
 	a->max_qp_init_rd_atom = 128;
-	a->atomic_cap = IBV_ATOMIC_NONE;
+	/* RFC 7306 atomics, towards libiwarp peers (a post toward any other
+	 * peer fails EOPNOTSUPP); none when IWARP_RFC7306=0 turns them off. */
+	const char *ext = getenv("IWARP_RFC7306");
+	a->atomic_cap = ext && strcmp(ext, "0") == 0 ? IBV_ATOMIC_NONE : IBV_ATOMIC_GLOB;
 	a->max_srq = 4096;
 	a->max_srq_wr = 16384;
 	a->max_srq_sge = 32;

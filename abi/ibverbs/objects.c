@@ -82,9 +82,8 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 /* ------------------------------------------------------------------ */
 /* MRs                                                                 */
 
-/* REMOTE_ATOMIC is accepted (libfabric's verbs provider asks for it on
- * every region): with atomic_cap NONE no peer is told it may send one,
- * and one that does gets the RDMAP Terminate an unknown opcode gets. */
+/* REMOTE_ATOMIC: RFC 7306 atomics target such regions (libfabric's verbs
+ * provider also asks for it on every region). */
 #define IWABI_ACCESS_SUPPORTED \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
@@ -92,7 +91,8 @@ static unsigned iw_access_of(unsigned access)
 {
 	return ((access & IBV_ACCESS_LOCAL_WRITE) ? IW_ACCESS_LOCAL_WRITE : 0u) |
 	       ((access & IBV_ACCESS_REMOTE_WRITE) ? IW_ACCESS_REMOTE_WRITE : 0u) |
-	       ((access & IBV_ACCESS_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0u);
+	       ((access & IBV_ACCESS_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0u) |
+	       ((access & IBV_ACCESS_REMOTE_ATOMIC) ? IW_ACCESS_REMOTE_ATOMIC : 0u);
 }
 
 static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access)
@@ -106,8 +106,8 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t io
 		return NULL;
 	}
 	/* Optional flags (relaxed ordering and above) may be ignored;
-	 * atomics, memory windows, zero-based and on-demand regions are not
-	 * libiwarp's. */
+	 * memory windows, zero-based and on-demand regions are not libiwarp's
+	 * (remote atomics are: RFC 7306, docs/rfc7306.md). */
 	access &= IBV_ACCESS_OPTIONAL_FIRST - 1;
 	if ((access & ~(unsigned)IWABI_ACCESS_SUPPORTED) || iova != (uint64_t)(uintptr_t)addr) {
 		errno = EOPNOTSUPP;

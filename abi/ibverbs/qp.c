@@ -2,6 +2,7 @@
  * translated to libiwarp's. */
 #include "iwabi.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -286,6 +287,12 @@ static enum ibv_wc_opcode wr_wc_opcode(enum ibv_wr_opcode op)
 		return IBV_WC_RDMA_READ;
 	case IBV_WR_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
 	default:
 		return IBV_WC_SEND;
 	}
@@ -309,8 +316,21 @@ static int send_opcode(enum ibv_wr_opcode op, enum iw_wr_opcode *out)
 	case IBV_WR_LOCAL_INV:
 		*out = IW_WR_LOCAL_INV;
 		return 0;
+	/* RFC 7306: libiwarp posts them only toward a libiwarp peer that
+	 * accepted the extensions; otherwise iw_post_send fails EOPNOTSUPP. */
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		*out = IW_WR_ATOMIC_CMP_AND_SWP;
+		return 0;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		*out = IW_WR_ATOMIC_FETCH_AND_ADD;
+		return 0;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		*out = IW_WR_RDMA_WRITE_WITH_IMM;
+		return 0;
 	default:
-		return EOPNOTSUPP; /* immediate data, atomics, MW binds, TSO */
+		/* Send with Immediate (RFC 7306 has no one-message form), MW
+		 * binds, TSO */
+		return EOPNOTSUPP;
 	}
 }
 
@@ -353,6 +373,15 @@ int iwabi_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 				.rkey = wr->wr.rdma.rkey,
 				.invalidate_rkey = wr->invalidate_rkey,
 			};
+			if (op == IW_WR_ATOMIC_CMP_AND_SWP || op == IW_WR_ATOMIC_FETCH_AND_ADD) {
+				w[n].remote_addr = wr->wr.atomic.remote_addr;
+				w[n].rkey = wr->wr.atomic.rkey;
+				w[n].compare_add = wr->wr.atomic.compare_add;
+				w[n].swap = wr->wr.atomic.swap;
+			} else if (op == IW_WR_RDMA_WRITE_WITH_IMM) {
+				/* verbs' 4 immediate bytes end the 8 RFC 7306 ones */
+				w[n].imm_data = ntohl(wr->imm_data);
+			}
 			if (n)
 				w[n - 1].next = &w[n];
 			src[n] = wr;
@@ -447,6 +476,12 @@ static enum ibv_wc_opcode wc_opcode(enum iw_wc_opcode o)
 		return IBV_WC_RDMA_READ;
 	case IW_WC_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
+	case IW_WC_COMP_SWAP:
+		return IBV_WC_COMP_SWAP;
+	case IW_WC_FETCH_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IW_WC_RECV_RDMA_WITH_IMM:
+		return IBV_WC_RECV_RDMA_WITH_IMM;
 	case IW_WC_RECV:
 	default:
 		return IBV_WC_RECV;
@@ -497,6 +532,10 @@ static int poll_some(struct iwabi_cq *cq, int n, struct ibv_wc *out)
 			o->qp_num = qp_num_of(cq, w[i].qp);
 			o->src_qp = 0;
 			o->wc_flags = (w[i].flags & IW_WC_WITH_INV) ? IBV_WC_WITH_INV : 0;
+			if (w[i].flags & IW_WC_WITH_IMM) {
+				o->wc_flags |= IBV_WC_WITH_IMM;
+				o->imm_data = htonl((uint32_t)w[i].imm_data); /* shares room with invalidated_rkey */
+			}
 			o->pkey_index = 0;
 			o->slid = 0;
 			o->sl = 0;

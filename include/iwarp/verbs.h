@@ -111,6 +111,7 @@ enum iw_access {
 	IW_ACCESS_LOCAL_WRITE = 1,
 	IW_ACCESS_REMOTE_WRITE = 2, /* requires LOCAL_WRITE */
 	IW_ACCESS_REMOTE_READ = 4,
+	IW_ACCESS_REMOTE_ATOMIC = 8, /* RFC 7306 atomics may target it; requires LOCAL_WRITE */
 };
 
 int iw_reg_mr(struct iw_pd *pd, void *addr, size_t length, unsigned access, struct iw_mr **out);
@@ -150,11 +151,16 @@ enum iw_wc_opcode {
 	IW_WC_RDMA_READ,
 	IW_WC_RECV,
 	IW_WC_LOCAL_INV,
+	/* RFC 7306 (docs/rfc7306.md) */
+	IW_WC_COMP_SWAP,          /* our compare-and-swap: the original value is in its buffer */
+	IW_WC_FETCH_ADD,          /* our fetch-and-add: likewise */
+	IW_WC_RECV_RDMA_WITH_IMM, /* a receive consumed by the peer's Write with Immediate */
 };
 
 enum iw_wc_flags {
 	IW_WC_WITH_INV = 1,   /* RECV: the sender invalidated wc.invalidated_stag */
 	IW_WC_SOLICITED = 2,  /* RECV: Send with Solicited Event */
+	IW_WC_WITH_IMM = 4,   /* RECV_RDMA_WITH_IMM: imm_data is valid */
 };
 
 struct iw_wc {
@@ -164,6 +170,9 @@ struct iw_wc {
 	uint32_t byte_len;
 	unsigned flags;
 	uint32_t invalidated_stag;
+	/* RFC 7306 Immediate Data: its 8 bytes as a big-endian number
+	 * (byte_len: the length of the RDMA Write it followed). */
+	uint64_t imm_data;
 	struct iw_qp *qp;
 	/* For error statuses caused by a Terminate (sent or received), and
 	 * for flushes after one: the RFC cause (valid == true). Otherwise no
@@ -216,6 +225,17 @@ enum iw_wr_opcode {
 	 * unknown, of another PD or already invalid completes with
 	 * IW_WC_LOC_PROT_ERR; the QP stays usable. */
 	IW_WR_LOCAL_INV,
+	/* RFC 7306, only on a connection whose peer accepted it
+	 * (iw_qp_rfc7306(); otherwise post fails with -EOPNOTSUPP). Atomics:
+	 * one 8-byte SGE of a LOCAL_WRITE region receives the target's
+	 * original value (host order); remote_addr must be 8-byte aligned in
+	 * a region of the peer registered with IW_ACCESS_REMOTE_ATOMIC; they
+	 * count against ORD like RDMA READs and FENCE waits for them too.
+	 * There is no Send with Immediate: RFC 7306 defines none as one
+	 * message (docs/rfc7306.md). */
+	IW_WR_ATOMIC_CMP_AND_SWP,   /* if *remote == compare_add: *remote = swap */
+	IW_WR_ATOMIC_FETCH_AND_ADD, /* *remote += compare_add */
+	IW_WR_RDMA_WRITE_WITH_IMM,  /* RDMA WRITE, then Immediate Data (imm_data) consuming a receive */
 };
 
 enum iw_send_flags {
@@ -235,6 +255,9 @@ struct iw_send_wr {
 	uint64_t remote_addr; /* RDMA WRITE / READ */
 	uint32_t rkey;
 	uint32_t invalidate_rkey; /* SEND_WITH_INV, LOCAL_INV */
+	uint64_t compare_add; /* ATOMIC_*: compare value, or the value to add */
+	uint64_t swap;        /* ATOMIC_CMP_AND_SWP */
+	uint64_t imm_data;    /* RDMA_WRITE_WITH_IMM: the 8 Immediate Data bytes, big-endian */
 };
 
 struct iw_recv_wr {
@@ -305,6 +328,11 @@ int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw
 int iw_destroy_qp(struct iw_qp *qp);
 
 enum iw_qp_state iw_qp_state(const struct iw_qp *qp);
+/* Whether this connection may use RFC 7306 atomics and Write with
+ * Immediate: both ends are libiwarp with it enabled (MPA ASK/ACK bits,
+ * docs/rfc7306.md; IWARP_RFC7306=0 turns it off). False before the
+ * connection is established. */
+bool iw_qp_rfc7306(const struct iw_qp *qp);
 void *iw_qp_context(const struct iw_qp *qp);
 /* The Terminate cause that stopped the QP, sent or received; no cause
  * (valid == false) while healthy and after a clean disconnect.

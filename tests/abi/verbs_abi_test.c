@@ -256,7 +256,8 @@ START_TEST(device)
 	ck_assert_int_ge(da.max_qp_wr, 1024);
 	ck_assert_int_ge(da.max_sge, 4);
 	ck_assert_int_ge(da.max_qp_rd_atom, 1);
-	ck_assert_int_eq(da.atomic_cap, IBV_ATOMIC_NONE);
+	/* RFC 7306 atomics (toward libiwarp peers; docs/rfc7306.md) */
+	ck_assert_int_eq(da.atomic_cap, IBV_ATOMIC_GLOB);
 	/* Outside perftest's Mellanox table (4099..4131, 41682, 53314...). */
 	ck_assert(da.vendor_part_id < 4099 || da.vendor_part_id > 4131);
 	struct ibv_device_attr_ex dx;
@@ -300,11 +301,14 @@ START_TEST(unsupported)
 	ck_assert_ptr_nonnull(pd);
 	static uint8_t buf[4096];
 	errno = 0;
-	/* Remote atomic access is accepted (libfabric asks for it on every
-	 * region; tests/abi/fabric_abi_test.c). */
+	/* Remote atomic access: RFC 7306 atomics may target it (libfabric also
+	 * asks for it on every region; tests/abi/fabric_abi_test.c). */
 	struct ibv_mr *amr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
 	ck_assert_ptr_nonnull(amr);
 	ck_assert_int_eq(ibv_dereg_mr(amr), 0);
+	/* Remote atomic needs local write, as in verbs. */
+	ck_assert_ptr_null(ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_ATOMIC));
+	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_ptr_null(ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ZERO_BASED));
 	ck_assert_int_eq(errno, EOPNOTSUPP);
 	ck_assert_ptr_null(ibv_reg_mr_iova(pd, buf, sizeof(buf), 0x1000, IBV_ACCESS_LOCAL_WRITE));
@@ -346,9 +350,9 @@ START_TEST(unsupported)
 	struct ibv_send_wr w = { .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad = NULL;
 	ck_assert_int_eq(ibv_post_send(qp, &w, &bad), EINVAL);
 	ck_assert_ptr_eq(bad, &w);
-	w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-	ck_assert_int_eq(ibv_post_send(qp, &w, &bad), EOPNOTSUPP);
-	w.opcode = IBV_WR_SEND_WITH_IMM;
+	w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP; /* known, but not before a connection either */
+	ck_assert_int_eq(ibv_post_send(qp, &w, &bad), EINVAL);
+	w.opcode = IBV_WR_SEND_WITH_IMM; /* RFC 7306 has no one-message Send with Immediate */
 	ck_assert_int_eq(ibv_post_send(qp, &w, &bad), EOPNOTSUPP);
 	ck_assert_ptr_null(ibv_qp_to_qp_ex(qp));
 	/* In use: refused until the user goes. */
@@ -440,6 +444,108 @@ START_TEST(send_recv_write_read)
 	ck_assert_int_eq(memcmp(p.c.buf + 16384, p.c.buf + 20480, 4096), 0);
 	ck_assert_int_eq(memcmp(p.c.buf + 16384, p.s.buf + 32768, 4096), 0);
 	pair_down(&p);
+}
+END_TEST
+
+/* RFC 7306 through the verbs ABI between two libiwarp ends: atomics on a
+ * REMOTE_ATOMIC region (original value returned in host order), Write
+ * with Immediate (verbs' big-endian imm_data arrives exactly as sent and
+ * consumes a receive), an unaligned atomic refused by the peer; with
+ * IWARP_RFC7306=0 the same posts fail EOPNOTSUPP at once and the
+ * connection goes on. */
+START_TEST(rfc7306_atomics_and_imm)
+{
+	struct pair p;
+	struct ibv_wc wc[4];
+	if (_i)
+		setenv("IWARP_RFC7306", "0", 1);
+	pair_up(&p, false);
+	struct ibv_qp *cq = p.c.id->qp;
+	static _Alignas(8) uint64_t target[2];
+	struct ibv_mr *amr = ibv_reg_mr(p.s.pd, target, sizeof(target),
+					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_REMOTE_WRITE);
+	ck_assert_ptr_nonnull(amr);
+	target[0] = 1000;
+	uint64_t *res = (uint64_t *)(void *)(p.c.buf + 64);
+	*res = 0;
+	struct ibv_sge sg = { (uintptr_t)res, 8, p.c.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 7, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	w.wr.atomic.remote_addr = (uintptr_t)&target[0];
+	w.wr.atomic.rkey = amr->rkey;
+	w.wr.atomic.compare_add = 5;
+	if (_i) {
+		ck_assert_int_eq(ibv_post_send(cq, &w, &bad), EOPNOTSUPP);
+		ck_assert_ptr_eq(bad, &w);
+		w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		ck_assert_int_eq(ibv_post_send(cq, &w, &bad), EOPNOTSUPP);
+		ck_assert_uint_eq(target[0], 1000);
+		/* The connection is unharmed. */
+		ck_assert_int_eq(post_send(&p.c, cq, 8, IBV_WR_SEND, 0, 16, IBV_SEND_SIGNALED, 0, 0), 0);
+		poll_n(p.c.cq, 1, wc);
+		ck_assert_int_eq(wc[0].status, IBV_WC_SUCCESS);
+		poll_n(p.s.cq, 1, wc);
+		ck_assert_int_eq(wc[0].opcode, IBV_WC_RECV);
+		ck_assert_int_eq(ibv_dereg_mr(amr), 0);
+		pair_down(&p);
+		unsetenv("IWARP_RFC7306");
+		return;
+	}
+	ck_assert_int_eq(ibv_post_send(cq, &w, &bad), 0);
+	poll_n(p.c.cq, 1, wc);
+	ck_assert_int_eq(wc[0].status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc[0].opcode, IBV_WC_FETCH_ADD);
+	ck_assert_uint_eq(wc[0].byte_len, 8);
+	ck_assert_uint_eq(*res, 1000);
+	ck_assert_uint_eq(target[0], 1005);
+	w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	w.wr.atomic.compare_add = 1005;
+	w.wr.atomic.swap = 0xFEEDFACECAFEBEEFULL;
+	ck_assert_int_eq(ibv_post_send(cq, &w, &bad), 0);
+	poll_n(p.c.cq, 1, wc);
+	ck_assert_int_eq(wc[0].status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc[0].opcode, IBV_WC_COMP_SWAP);
+	ck_assert_uint_eq(*res, 1005);
+	ck_assert_uint_eq(target[0], 0xFEEDFACECAFEBEEFULL);
+
+	memset(p.c.buf + 128, 0x5C, 64);
+	struct ibv_sge ws = { (uintptr_t)p.c.buf + 128, 64, p.c.mr->lkey };
+	struct ibv_send_wr wi = { .wr_id = 9, .sg_list = &ws, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+				  .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(0x11223344) };
+	wi.wr.rdma.remote_addr = (uintptr_t)p.s.buf + 40000;
+	wi.wr.rdma.rkey = p.s.mr->rkey;
+	ck_assert_int_eq(ibv_post_send(cq, &wi, &bad), 0);
+	poll_n(p.c.cq, 1, wc);
+	ck_assert_int_eq(wc[0].status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc[0].opcode, IBV_WC_RDMA_WRITE);
+	poll_n(p.s.cq, 1, wc);
+	ck_assert_int_eq(wc[0].status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc[0].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	ck_assert(wc[0].wc_flags & IBV_WC_WITH_IMM);
+	ck_assert_uint_eq(wc[0].imm_data, htonl(0x11223344));
+	ck_assert_uint_eq(wc[0].byte_len, 64);
+	ck_assert_uint_eq(wc[0].wr_id, 200);
+	ck_assert_int_eq(memcmp(p.s.buf + 40000, p.c.buf + 128, 64), 0);
+
+	/* Unaligned: the peer Terminates (RDMAP, remote protection, base or
+	 * bounds); the WR completes with a remote access error, the target is
+	 * untouched and the connection ends. */
+	w.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	w.wr.atomic.remote_addr = (uintptr_t)&target[0] + 4;
+	ck_assert_int_eq(ibv_post_send(cq, &w, &bad), 0);
+	poll_n(p.c.cq, 1, wc);
+	ck_assert_int_eq(wc[0].opcode, IBV_WC_FETCH_ADD);
+	ck_assert_int_eq(wc[0].status, IBV_WC_REM_ACCESS_ERR);
+	ck_assert_uint_eq(wc[0].vendor_err, 0x000101);
+	ck_assert_uint_eq(target[0], 0xFEEDFACECAFEBEEFULL);
+	ck_assert_int_eq(ibv_dereg_mr(amr), 0);
+	rdma_ack_cm_event(expect_event(p.c.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(expect_event(p.s.ch, RDMA_CM_EVENT_DISCONNECTED));
+	side_down(&p.c);
+	side_down(&p.s);
+	rdma_destroy_id(p.listen);
+	rdma_destroy_event_channel(p.s.ch);
+	rdma_destroy_event_channel(p.c.ch);
 }
 END_TEST
 
@@ -1043,6 +1149,7 @@ static Suite *suite(void)
 	tcase_add_test(t, device);
 	tcase_add_test(t, unsupported);
 	tcase_add_test(t, send_recv_write_read);
+	tcase_add_loop_test(t, rfc7306_atomics_and_imm, 0, 2);
 	tcase_add_test(t, remote_access_error_and_flush);
 	tcase_add_test(t, srq);
 	tcase_add_test(t, modify_qp);

@@ -219,7 +219,7 @@ int fx_raw_accept_reply(int lfd, uint16_t ird, uint16_t ord)
 			got += (size_t)n;
 	}
 	ck_assert_uint_eq(got, 24);
-	ck_assert_msg(memcmp(frame, "MPA ID Req Frame\x50\x02\x00\x04", 20) == 0, "unexpected Request");
+	ck_assert_msg(memcmp(frame, "MPA ID Req Frame\x58\x02\x00\x04", 20) == 0 /* C, enhanced, RFC 7306 ASK */, "unexpected Request");
 	size_t rl = iwt_mpa_rep_bytes(0x50, 2, iwt_mpa_w1(false, false, ird), iwt_mpa_w2(false, false, ord), NULL, 0,
 				      frame);
 	ck_assert_int_eq(send(fd, frame, rl, MSG_NOSIGNAL), (ssize_t)rl);

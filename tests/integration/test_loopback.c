@@ -827,9 +827,9 @@ struct bufs {
 
 static void bufs_init(struct pair *p, struct bufs *b, size_t len)
 {
-	unsigned acc = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
+	unsigned acc = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ | IW_ACCESS_REMOTE_ATOMIC;
 
-	b->len = len ? len : 1;
+	b->len = len >= 8 ? len : 8; /* room for an atomic's word */
 	b->cbuf = malloc(b->len);
 	b->sbuf = malloc(b->len);
 	ck_assert(b->cbuf && b->sbuf);
@@ -849,8 +849,28 @@ static void bufs_fini(struct bufs *b)
 
 static const enum iw_wr_opcode all_ops[] = {
 	IW_WR_SEND, IW_WR_SEND_WITH_SE, IW_WR_SEND_WITH_INV, IW_WR_SEND_WITH_SE_INV, IW_WR_RDMA_WRITE, IW_WR_RDMA_READ,
-	IW_WR_LOCAL_INV,
+	IW_WR_LOCAL_INV, IW_WR_RDMA_WRITE_WITH_IMM, IW_WR_ATOMIC_FETCH_AND_ADD, IW_WR_ATOMIC_CMP_AND_SWP,
 };
+
+/* An RFC 7306 atomic from the client on the server's first word (both
+ * ends are libiwarp: the capability is negotiated). */
+static void post_atomic(struct ep *e, enum iw_wr_opcode op, uint64_t *res, struct iw_mr *mr, uint64_t *target,
+			uint32_t rkey, uint64_t compare_add, uint64_t swap, uint64_t wr_id)
+{
+	struct iw_sge sge = { (uint64_t)(uintptr_t)res, 8, iw_mr_stag(mr) };
+	struct iw_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = op,
+		.send_flags = IW_SEND_SIGNALED,
+		.remote_addr = (uint64_t)(uintptr_t)target,
+		.rkey = rkey,
+		.compare_add = compare_add,
+		.swap = swap,
+	}, *bad = NULL;
+	ck_assert_int_eq(iw_post_send(e->qp, &wr, &bad), 0);
+}
 
 /* One operation from the client of size len; checks the data arrived. */
 static void one_op(struct pair *p, struct bufs *b, enum iw_wr_opcode op, size_t len, uint32_t tag)
@@ -926,6 +946,50 @@ static void one_op(struct pair *p, struct bufs *b, enum iw_wr_opcode op, size_t 
 		expect_ok(wait_wc(p->s.cq), id + 1, IW_WC_RECV);
 		ck_assert_uint_eq(iwt_check_pattern(b->sbuf, len, tag), len);
 		ck_assert_int_eq(iw_dereg_mr(victim), 0);
+		break;
+	}
+	case IW_WR_RDMA_WRITE_WITH_IMM: {
+		ck_assert(iw_qp_rfc7306(p->c.qp) && iw_qp_rfc7306(p->s.qp));
+		iwt_fill_pattern(b->cbuf, len, tag);
+		post_recv(&p->s, b->sbuf, 0, b->smr, id + 1);
+		struct iw_sge sge = { (uint64_t)(uintptr_t)b->cbuf, (uint32_t)len, iw_mr_stag(b->cmr) };
+		struct iw_send_wr w = { .wr_id = id + 2, .sg_list = &sge, .num_sge = 1, .opcode = op,
+					.send_flags = IW_SEND_SIGNALED | (tag & 1 ? IW_SEND_SOLICITED : 0),
+					.remote_addr = (uint64_t)(uintptr_t)b->sbuf, .rkey = iw_mr_stag(b->smr),
+					.imm_data = 0xA5A5000000000000ULL | tag }, *bad;
+		ck_assert_int_eq(iw_post_send(p->c.qp, &w, &bad), 0);
+		expect_ok(wait_wc(p->c.cq), id + 2, IW_WC_RDMA_WRITE);
+		wc = wait_wc(p->s.cq);
+		expect_ok(wc, id + 1, IW_WC_RECV_RDMA_WITH_IMM);
+		ck_assert(wc.flags & IW_WC_WITH_IMM);
+		ck_assert_uint_eq(!!(wc.flags & IW_WC_SOLICITED), tag & 1);
+		ck_assert_uint_eq(wc.imm_data, 0xA5A5000000000000ULL | tag);
+		ck_assert_uint_eq(wc.byte_len, len);
+		ck_assert_uint_eq(iwt_check_pattern(b->sbuf, len, tag), len);
+		break;
+	}
+	case IW_WR_ATOMIC_FETCH_AND_ADD:
+	case IW_WR_ATOMIC_CMP_AND_SWP: {
+		uint64_t *target = (uint64_t *)(void *)b->sbuf, *res = (uint64_t *)(void *)b->cbuf;
+		uint64_t start = (uint64_t)tag << 32 | (uint64_t)len;
+		*target = start;
+		*res = 0;
+		if (op == IW_WR_ATOMIC_FETCH_AND_ADD) {
+			post_atomic(&p->c, op, res, b->cmr, target, iw_mr_stag(b->smr), len + 1, 0, id + 2);
+			expect_ok(wait_wc(p->c.cq), id + 2, IW_WC_FETCH_ADD);
+			ck_assert_uint_eq(*res, start);
+			ck_assert_uint_eq(*target, start + len + 1);
+		} else {
+			ck_assert_uint_ge(b->len, 16);
+			res[1] = 0;
+			post_atomic(&p->c, op, res, b->cmr, target, iw_mr_stag(b->smr), start, ~start, id + 2);
+			post_atomic(&p->c, op, res + 1, b->cmr, target, iw_mr_stag(b->smr), start, 7, id + 3);
+			expect_ok(wait_wc(p->c.cq), id + 2, IW_WC_COMP_SWAP);
+			expect_ok(wait_wc(p->c.cq), id + 3, IW_WC_COMP_SWAP);
+			ck_assert_uint_eq(res[0], start);  /* matched: swapped */
+			ck_assert_uint_eq(res[1], ~start); /* no match: unchanged */
+			ck_assert_uint_eq(*target, ~start);
+		}
 		break;
 	}
 	case IW_WR_RDMA_READ:
@@ -1264,9 +1328,9 @@ START_TEST(test_peer_stops_reading)
 	iw_progress(ctx, 10);
 	fd = accept(lfd, NULL, NULL);
 	ck_assert_int_ge(fd, 0);
-	/* Default Request: rev 2, C=1, enhanced, IRD = ORD = 16, no data. */
+	/* Default Request: rev 2, C=1, enhanced, RFC 7306 ASK, IRD = ORD = 16, no data. */
 	ck_assert_int_eq(recv(fd, frame, 24, MSG_WAITALL), 24);
-	ck_assert_mem_eq(frame, "MPA ID Req Frame\x50\x02\x00\x04", 20);
+	ck_assert_mem_eq(frame, "MPA ID Req Frame\x58\x02\x00\x04", 20);
 	size_t rl = iwt_mpa_rep_bytes(0x50, 2, iwt_mpa_w1(false, false, 16), iwt_mpa_w2(false, false, 16), NULL, 0,
 				      frame);
 	ck_assert_int_eq(send(fd, frame, rl, 0), (ssize_t)rl);
@@ -1662,6 +1726,89 @@ START_TEST(test_srq_sockets)
 }
 END_TEST
 
+/* RFC 7306 traffic traced: iwdump --check accepts the capture and shows
+ * every new message; tshark (Wireshark 4.0 knows the atomic headers, not
+ * Immediate Data) decodes the atomics with our request identifiers. */
+START_TEST(test_trace_rfc7306)
+{
+	char path[1024], cmd[3000], line[1024];
+	struct iw_context_attr attr = { 0 };
+	struct pair p;
+	struct bufs b;
+	struct iw_conn_param cp = { .crc = IW_CRC_ON }, sp = { 0 };
+
+	ck_assert_int_eq(iw_context_destroy(ctx), 0);
+	ts_path(path, sizeof(path), "loopback_rfc7306.pcap");
+	attr.trace_path = path;
+	ck_assert_int_eq(iw_context_create(&attr, &ctx), 0);
+	pair_connect(&p, AF_INET, &cp, &sp);
+	bufs_init(&p, &b, 100000);
+	one_op(&p, &b, IW_WR_RDMA_WRITE_WITH_IMM, 3000, 1);
+	one_op(&p, &b, IW_WR_RDMA_WRITE_WITH_IMM, 0, 2);
+	one_op(&p, &b, IW_WR_ATOMIC_FETCH_AND_ADD, 8, 3);
+	one_op(&p, &b, IW_WR_ATOMIC_CMP_AND_SWP, 8, 4);
+	one_op(&p, &b, IW_WR_RDMA_READ, 2000, 5);
+	bufs_fini(&b);
+	pair_close(&p);
+	ck_assert_int_eq(iw_context_destroy(ctx), 0);
+	ck_assert_int_eq(iw_context_create(NULL, &ctx), 0);
+
+	snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD %s --check %s 2>&1", IWT_IWDUMP, path);
+	FILE *f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	int imm = 0, areq = 0, aresp = 0, ask = 0, ack = 0, negotiated = 0;
+	while (fgets(line, sizeof(line), f)) {
+		imm += strstr(line, "MSG ") && (strstr(line, ": IMM msn") || strstr(line, ": IMM_SE msn"));
+		areq += strstr(line, "MSG ") && strstr(line, ": ATOMIC_REQ msn") != NULL;
+		/* matched: the response line names its request's operation */
+		aresp += strstr(line, "MSG ") && strstr(line, ": ATOMIC_RESP msn") &&
+			 (strstr(line, "(FetchAdd") || strstr(line, "(CmpSwap"));
+		ask += strstr(line, "rfc7306 ask") != NULL;
+		ack += strstr(line, "rfc7306 ack") != NULL;
+		negotiated += strstr(line, "negotiated") && strstr(line, ", rfc7306") != NULL;
+	}
+	ck_assert_int_eq(pclose(f), 0); /* --check: no violation */
+	ck_assert_int_eq(imm, 2);
+	ck_assert_int_eq(areq, 3);  /* one FetchAdd, two CmpSwaps */
+	ck_assert_int_eq(aresp, 3); /* each answered, matched to its request */
+	ck_assert_int_eq(ask, 1);
+	ck_assert_int_eq(ack, 1);
+	ck_assert_int_eq(negotiated, 1);
+
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r %s -o tcp.try_heuristic_first:TRUE --disable-heuristic rpcrdma_iwarp "
+		 "--disable-heuristic smb_direct_iwarp -T fields -e iwarp_rdma.opcode -e iwarp_rdma.atomic.opcode "
+		 "-e iwarp_rdma.atomic.request_identifier -e iwarp_rdma.atomic.original_request_identifier "
+		 "-Y iwarp_rdma.opcode 2>/dev/null",
+		 path);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	int t_req = 0, t_resp = 0, t_fa = 0, t_cs = 0;
+	while (fgets(line, sizeof(line), f)) {
+		/* A frame with several FPDUs lists each field's values with ','. */
+		char *tab = strchr(line, '\t'), *p;
+		if (!tab)
+			continue;
+		*tab = '\0';
+		for (p = line; (p = strstr(p, "0x0a")); p += 4)
+			t_req++;
+		for (p = line; (p = strstr(p, "0x0b")); p += 4)
+			t_resp++;
+		for (p = tab + 1; *p && *p != '\t'; p++) {
+			if ((p == tab + 1 || p[-1] == ',') && (p[1] == ',' || p[1] == '\t' || p[1] == '\n')) {
+				t_fa += *p == '0';
+				t_cs += *p == '2';
+			}
+		}
+	}
+	pclose(f);
+	ck_assert_int_eq(t_req, 3);
+	ck_assert_int_eq(t_fa, 1);
+	ck_assert_int_eq(t_cs, 2);
+	ck_assert_int_eq(t_resp, 3);
+}
+END_TEST
+
 /* The same traffic with the context's own progress thread. */
 START_TEST(test_progress_thread)
 {
@@ -1829,6 +1976,7 @@ static Suite *loopback_suite(void)
 	tcase_add_test(tc, test_srq_sockets);
 	tcase_add_test(tc, test_progress_thread);
 	tcase_add_test(tc, test_trace_tshark);
+	tcase_add_test(tc, test_trace_rfc7306);
 	tcase_add_test(tc, test_write_bandwidth);
 	suite_add_tcase(s, tc);
 	return s;

@@ -136,6 +136,13 @@ case_list_verbs() {
 		"@IWRW@ -c 127.0.0.1 -p @HP@ --sizes $RW_SIZES --rounds 2 --trace host.pcap" "chk_rw 10 on"
 	add_case rw-g2h g2h "@SIWRW@ -c 10.0.2.2 -p @HP@ --sizes $RW_SIZES --rounds 2" \
 		"@IWRW@ -s -a 127.0.0.1 -p @HP@ --sizes $RW_SIZES --rounds 2 --trace host.pcap" "chk_rw 10 on"
+	# RFC 7306 toward siw: our Request's ASK bit comes back echoed, not
+	# ACKed; our atomic / Write with Immediate posts fail EOPNOTSUPP and
+	# the connection then carries the usual READ/WRITE test.
+	add_case rfc7306-refused-h2g h2g "@SIWRW@ -s -p @GP@ --sizes 4000" \
+		"@IWRW@ -c 127.0.0.1 -p @HP@ --sizes 4000 --try-rfc7306 --trace host.pcap" "chk_rfc7306_refused"
+	add_case rfc7306-refused-g2h g2h "@SIWRW@ -c 10.0.2.2 -p @HP@ --sizes 4000" \
+		"@IWRW@ -s -a 127.0.0.1 -p @HP@ --sizes 4000 --try-rfc7306 --trace host.pcap" "chk_rfc7306_refused"
 	add_case rw-h2g-crcoff h2g "@SIWRW@ -s -p @GP@ --sizes 1048576" \
 		"@IWRW@ -c 127.0.0.1 -p @HP@ --sizes 1048576 --crc=off --trace host.pcap" "chk_rw 1 off"
 	add_case pdata-h2g h2g "@SIWRW@ -s -p @GP@ --sizes 16 --pdata 251" \

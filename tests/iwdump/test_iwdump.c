@@ -319,7 +319,9 @@ static const struct raw_case raw_cases[] = {
 	{"v_ddpver_t", A, true, 0x40, 2, 0x1234, 0x100, 64, "DDP version 2, expected 1 (layer 1 etype 1 ecode 0x04)"},
 	{"v_ddpver_u", A, false, 0x43, 0, 0, 2, 64, "DDP version 0, expected 1 (layer 1 etype 2 ecode 0x06)"},
 	{"v_rdmapver", A, false, 0x83, 1, 0, 2, 64, "RDMAP version 2, expected 1 (layer 0 etype 2 ecode 0x05)"},
-	{"v_opcode", A, false, 0x49, 1, 0, 2, 64, "unknown opcode 9 (layer 0 etype 2 ecode 0x06)"},
+	{"v_opcode", A, false, 0x4C, 1, 0, 2, 64, "unknown opcode 12 (layer 0 etype 2 ecode 0x06)"},
+	{"v_7306", A, false, 0x49, 1, 0, 2, 64,
+	 "Immediate Data with SE, but RFC 7306 was not negotiated (layer 0 etype 2 ecode 0x06)"},
 	{"v_qn", A, false, 0x43, 1, 3, 2, 64, "Send on QN 3, expected QN 0 (layer 1 etype 2 ecode 0x01)"},
 	{"v_noreq", B, true, 0x42, 1, 0x99, 0x0, 100,
 	 "Read Response without an outstanding Read Request (layer 0 etype 2 ecode 0x06)"},
@@ -554,15 +556,19 @@ START_TEST(test_mpa_handshakes)
 		{0x50, 2, 0x50, 2, 1, 1, 1, 1, true},
 		/* 7: rev 1, no CRC */
 		{0x00, 1, 0x00, 1, 0, 0, 0, 0, false},
+		/* 8: RFC 7306 ASK, and a Reply echoing it as siw does: no ACK */
+		{0x58, 2, 0x58, 2, 1, 1, 1, 1, false},
+		/* 9: RFC 7306 ASK and ACK */
+		{0x58, 2, 0x54, 2, 1, 1, 1, 1, false},
 	};
 	static const char *const plain[] = {NULL};
 	struct iwt_pcap pc;
 	char path[1024], *out;
-	uint64_t rf[7];
+	uint64_t rf[9];
 
 	iwd_path(path, sizeof(path), "mpa.pcap");
 	ck_assert_int_eq(iwt_pcap_open(&pc, path), 0);
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 9; i++)
 		rf[i] = hs_conn(&pc, i, &hc[i]);
 	ck_assert_int_eq(iwt_pcap_close(&pc), 0);
 
@@ -593,13 +599,24 @@ START_TEST(test_mpa_handshakes)
 	/* The Send after each accepted handshake decodes. */
 	ck_assert_int_eq(iwd_count_prefix(out, "MSG conn 7 dir A>B frame"), 1);
 	ck_assert_int_eq(iwd_count_prefix(out, "MSG conn 6 dir B>A frame"), 1);
+	assert_linef(out, "MPA conn 8 dir A>B frame %" PRIu64 ": Request rev 2 M=0 C=1 R=0 enhanced ird 1 ord 1 pd 0 "
+			  "rfc7306 ask", rf[7] - 1);
+	assert_linef(out, "MPA conn 8 dir B>A frame %" PRIu64 ": Reply rev 2 M=0 C=1 R=0 enhanced ird 1 ord 1 pd 0", rf[7]);
+	assert_linef(out, "NOTE conn 8 dir B>A frame %" PRIu64 ": Reply echoes the Request's RFC 7306 ASK flag bit (as "
+			  "siw echoes reserved bits); no ACK, RFC 7306 not in use", rf[7]);
+	assert_linef(out, "MPA conn 8 frame %" PRIu64 ": negotiated rev 2 enhanced, crc on, markers A>B off B>A off, "
+			  "A ird 1 ord 1, B ird 1 ord 1", rf[7]);
+	assert_linef(out, "MPA conn 9 dir B>A frame %" PRIu64 ": Reply rev 2 M=0 C=1 R=0 enhanced ird 1 ord 1 pd 0 "
+			  "rfc7306 ack", rf[8]);
+	assert_linef(out, "MPA conn 9 frame %" PRIu64 ": negotiated rev 2 enhanced, crc on, markers A>B off B>A off, "
+			  "A ird 1 ord 1, B ird 1 ord 1, rfc7306", rf[8]);
 	ck_assert_int_eq(iwd_count_prefix(out, "VIOLATION"), 3);
-	assert_line(out, "TOTAL 7 connections, 3 violations, 0 warnings");
+	assert_line(out, "TOTAL 9 connections, 3 violations, 0 warnings");
 	free(out);
 	/* Reserved bits are ignored unless checking (RFC 5044). */
 	ck_assert_int_eq(run("mpa.pcap", plain, "mpa_plain.out", &out), 0);
 	ck_assert_int_eq(iwd_count_prefix(out, "VIOLATION conn 4"), 0);
-	assert_line(out, "TOTAL 7 connections, 2 violations, 0 warnings");
+	assert_line(out, "TOTAL 9 connections, 2 violations, 0 warnings");
 	free(out);
 }
 END_TEST

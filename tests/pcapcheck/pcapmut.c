@@ -25,7 +25,7 @@ static void usage(FILE *f)
 "MPA connection that has the FPDU asked for), direction A>B (the MPA\n"
 "initiator's) or B>A, and the K-th FPDU (default 1) of that direction,\n"
 "counting only opcode OP if given (WRITE, READ_REQ, READ_RESP, SEND,\n"
-"SEND_INV, SEND_SE, SEND_SE_INV, TERMINATE, OP8..OP15, or a number).\n"
+"SEND_INV, SEND_SE, SEND_SE_INV, TERMINATE, IMM, IMM_SE, ATOMIC_REQ, ATOMIC_RESP, OP8..OP15, or a number).\n"
 "\n"
 "Mutations (V is optional):\n"
 "  flip-bit        flip bit 0 of payload byte V (0); CRC left as it was\n"

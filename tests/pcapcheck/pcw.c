@@ -455,7 +455,7 @@ const char *pcw_op_name(uint8_t opcode)
 {
 	static const char *const names[16] = {
 		"WRITE", "READ_REQ", "READ_RESP", "SEND", "SEND_INV", "SEND_SE", "SEND_SE_INV", "TERMINATE",
-		"OP8", "OP9", "OP10", "OP11", "OP12", "OP13", "OP14", "OP15",
+		"IMM", "IMM_SE", "ATOMIC_REQ", "ATOMIC_RESP", "OP12", "OP13", "OP14", "OP15", /* iwdump's names */
 	};
 	return names[opcode & 15];
 }
@@ -468,6 +468,9 @@ int pcw_op_parse(const char *s)
 	for (int i = 0; i < 16; i++)
 		if (!strcmp(s, pcw_op_name((uint8_t)i)))
 			return i;
+	/* OPn is still accepted for every n */
+	if (s[0] == 'O' && s[1] == 'P')
+		s += 2;
 	v = strtol(s, &end, 0);
 	if (end != s && !*end && v >= 0 && v < 16)
 		return (int)v;

@@ -130,6 +130,7 @@ int iw_raw_qp_establish(struct iw_qp *qp, struct iw_rawdev *dev, struct iwn_tcp_
 		.markers_rx = o->markers_rx,
 		.ird = o->ird,
 		.ord = o->ord,
+		.rfc7306 = o->rfc7306,
 		.mulpdu = iw_raw_mulpdu(c, o->markers_tx, max_ulpdu),
 	};
 	struct iw_raw_tcfg tc = {

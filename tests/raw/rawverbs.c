@@ -10,9 +10,12 @@
  * --expect-peek requires that the progress loop found frames in the
  * receive rings without a syscall, and that the context timer moved at
  * most once per 4 flushes (plus one per 4 ms for timer expiries).
+ * --rfc7306 negotiates RFC 7306 and, before the closing SEND, each side
+ * does a Write with Immediate, a fetch-and-add and a compare-and-swap on
+ * the other's atomic words; values and immediates are checked.
  *   rawverbs [--mb N] [--size BYTES] [--sends] [--v2] [--drop PPM]
  *            [--reorder PPM] [--seed S] [--no-ooo] [--expect-ooo]
- *            [--expect-peek] [--no-crc] [--timeout SEC]
+ *            [--expect-peek] [--no-crc] [--rfc7306] [--timeout SEC]
  * Exit 0 on success, 77 without CAP_NET_RAW, 1 on any failure. */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,10 +44,18 @@ struct side {
 	uint64_t seed;
 	uint32_t writes_done, reads_done, sends_done, recvs;
 	bool failed;
+	/* --rfc7306: words the peer's atomics target, our atomics' results */
+	uint64_t *aw, *ares;
+	struct iw_mr *aw_mr, *ares_mr;
+	uint32_t ext_done; /* fetch-add, compare-and-swap, immediate received */
+	uint64_t imm_want; /* the immediate the peer sends us */
 };
 
 static size_t total, chunk = CHUNK;
 static bool sends; /* data SENDs too, chunk bytes each, into posted receives */
+static bool ext;   /* --rfc7306 */
+#define AW_INIT(seed) (0x1000000000ull * (seed) + 5)
+#define IMM_OF(seed) (0xA5A5A5A500000000ull | (seed))
 
 static void die(const char *what, int rc)
 {
@@ -76,7 +87,7 @@ static int open_side(struct side *s, const char *ifname, uint32_t ip, const stru
 		die("pd/cq", rc);
 	struct iw_qp_init_attr qa = { .send_cq = s->cq,
 				      .recv_cq = s->cq,
-				      .cap = { .max_send_wr = 3 * n + 1, .max_recv_wr = n + 1 } };
+				      .cap = { .max_send_wr = 3 * n + 4, .max_recv_wr = n + 2 } };
 	if ((rc = iw_create_qp(s->pd, &qa, &s->qp)))
 		die("qp", rc);
 	s->src = malloc(total);
@@ -94,6 +105,18 @@ static int open_side(struct side *s, const char *ifname, uint32_t ip, const stru
 	    (rc = iw_reg_mr(s->pd, s->rx, 4096, IW_ACCESS_LOCAL_WRITE, &s->rx_mr)) ||
 	    (rc = iw_reg_mr(s->pd, s->rxd, total, IW_ACCESS_LOCAL_WRITE, &s->rxd_mr)))
 		die("reg_mr", rc);
+	if (ext) {
+		s->aw = aligned_alloc(64, 64);
+		s->ares = aligned_alloc(64, 64);
+		if (!s->aw || !s->ares)
+			die("malloc", ENOMEM);
+		s->aw[0] = AW_INIT(s->seed);
+		s->aw[1] = AW_INIT(s->seed) + 1;
+		s->ares[0] = s->ares[1] = 0;
+		if ((rc = iw_reg_mr(s->pd, s->aw, 64, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_ATOMIC, &s->aw_mr)) ||
+		    (rc = iw_reg_mr(s->pd, s->ares, 64, IW_ACCESS_LOCAL_WRITE, &s->ares_mr)))
+			die("reg_mr", rc);
+	}
 	/* Data receives first: SENDs land in posting order, "done" last. */
 	for (uint32_t i = 0; sends && i < n; i++) {
 		struct iw_sge dsge = { (uint64_t)(uintptr_t)(s->rxd + (size_t)i * chunk), (uint32_t)chunk,
@@ -104,6 +127,11 @@ static int open_side(struct side *s, const char *ifname, uint32_t ip, const stru
 	}
 	struct iw_sge sge = { (uint64_t)(uintptr_t)s->rx, 4096, iw_mr_stag(s->rx_mr) };
 	struct iw_recv_wr rwr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 };
+	if (ext) { /* the peer's Immediate Data consumes this one */
+		struct iw_recv_wr iwr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1 };
+		if ((rc = iw_post_recv(s->qp, &iwr, NULL)))
+			die("post_recv", rc);
+	}
 	if ((rc = iw_post_recv(s->qp, &rwr, NULL)))
 		die("post_recv", rc);
 	return 0;
@@ -140,6 +168,30 @@ static void post_all(struct side *s, struct side *peer)
 		     peer->src + (size_t)i * chunk, peer->src_mr);
 	for (uint32_t i = 0; sends && i < n; i++)
 		post(s, 200000 + i, IW_WR_SEND, s->src + (size_t)i * chunk, s->src_mr, chunk, NULL, NULL);
+	if (ext) {
+		if (!iw_qp_rfc7306(s->qp))
+			die("RFC 7306 not negotiated", -EPROTO);
+		peer->imm_want = IMM_OF(s->seed);
+		struct iw_sge rs = { (uint64_t)(uintptr_t)s->ares, 8, iw_mr_stag(s->ares_mr) };
+		struct iw_send_wr w[3] = {
+			{ .wr_id = 300, .sg_list = &rs, .num_sge = 0, .opcode = IW_WR_RDMA_WRITE_WITH_IMM,
+			  .send_flags = IW_SEND_SIGNALED, .remote_addr = (uint64_t)(uintptr_t)peer->dst,
+			  .rkey = iw_mr_stag(peer->dst_mr), .imm_data = IMM_OF(s->seed) },
+			{ .wr_id = 301, .sg_list = &rs, .num_sge = 1, .opcode = IW_WR_ATOMIC_FETCH_AND_ADD,
+			  .send_flags = IW_SEND_SIGNALED, .remote_addr = (uint64_t)(uintptr_t)&peer->aw[0],
+			  .rkey = iw_mr_stag(peer->aw_mr), .compare_add = 3 },
+		};
+		struct iw_sge rs2 = { (uint64_t)(uintptr_t)&s->ares[1], 8, iw_mr_stag(s->ares_mr) };
+		w[2] = (struct iw_send_wr){ .wr_id = 302, .sg_list = &rs2, .num_sge = 1,
+					    .opcode = IW_WR_ATOMIC_CMP_AND_SWP, .send_flags = IW_SEND_SIGNALED,
+					    .remote_addr = (uint64_t)(uintptr_t)&peer->aw[1], .rkey = iw_mr_stag(peer->aw_mr),
+					    .compare_add = AW_INIT(peer->seed) + 1, .swap = ~AW_INIT(peer->seed) };
+		for (int i = 0; i < 3; i++) {
+			int rc = iw_post_send(s->qp, &w[i], NULL);
+			if (rc)
+				die("post_send (RFC 7306)", rc);
+		}
+	}
 	static char msg[4] = { 'd', 'o', 'n', 'e' };
 	struct iw_sge sge = { (uint64_t)(uintptr_t)msg, 4, 0 };
 	struct iw_send_wr wr = {
@@ -164,13 +216,28 @@ static void poll_side(struct side *s)
 		}
 		switch (wc[i].opcode) {
 		case IW_WC_RDMA_WRITE:
-			s->writes_done++;
+			if (wc[i].wr_id == 300) /* our Write with Immediate */
+				s->ext_done++;
+			else
+				s->writes_done++;
 			break;
 		case IW_WC_RDMA_READ:
 			s->reads_done++;
 			break;
 		case IW_WC_SEND:
 			s->sends_done++;
+			break;
+		case IW_WC_FETCH_ADD:
+		case IW_WC_COMP_SWAP:
+			s->ext_done++;
+			break;
+		case IW_WC_RECV_RDMA_WITH_IMM: /* the peer's seed is the other side's */
+			s->ext_done++;
+			if (wc[i].imm_data != s->imm_want || wc[i].byte_len != 0 || wc[i].wr_id != 3) {
+				fprintf(stderr, "rawverbs: %s: immediate 0x%" PRIx64 " len %u wr %" PRIu64 "\n", s->name,
+					wc[i].imm_data, wc[i].byte_len, wc[i].wr_id);
+				s->failed = true;
+			}
 			break;
 		case IW_WC_RECV:
 			s->recvs++;
@@ -196,7 +263,8 @@ static void poll_side(struct side *s)
 static bool side_done(const struct side *s)
 {
 	uint32_t n = (uint32_t)(total / chunk), m = sends ? n + 1 : 1;
-	return s->writes_done == n && s->reads_done == n && s->sends_done == m && s->recvs == m;
+	return s->writes_done == n && s->reads_done == n && s->sends_done == m && s->recvs == m &&
+	       s->ext_done == (ext ? 4u : 0u); /* Write with Immediate sent and received, two atomics */
 }
 
 static uint64_t arg_u64(int argc, char **argv, const char *name, uint64_t def)
@@ -223,6 +291,7 @@ int main(int argc, char **argv)
 	bool expect_peek = arg_flag(argc, argv, "--expect-peek");
 	chunk = (size_t)arg_u64(argc, argv, "--size", CHUNK);
 	sends = arg_flag(argc, argv, "--sends");
+	ext = arg_flag(argc, argv, "--rfc7306");
 	struct iw_rawdev_cfg base = {
 		.rx_ring = arg_flag(argc, argv, "--v2") ? IW_PKTIO_RX_V2 : IW_PKTIO_RX_V3,
 		.drop_ppm = (uint32_t)arg_u64(argc, argv, "--drop", 0),
@@ -246,6 +315,7 @@ int main(int argc, char **argv)
 	iw_mpa_settings_default(&ms);
 	if (arg_flag(argc, argv, "--no-crc"))
 		ms.crc = IW_MPA_CRC_OFF;
+	ms.rfc7306 = ext;
 	if ((rc = iwn_net_listen(&b.dev->net, PORT, 1)))
 		die("listen", rc);
 	a.c = iwn_net_connect(&a.dev->net, b.ip, PORT, 0, iw_rawdev_now_us(), &rc);
@@ -300,6 +370,12 @@ int main(int argc, char **argv)
 			break;
 	}
 	double secs = (double)(iw_rawdev_now_us() - start) / 1e6;
+	for (int i = 0; i < 2; i++) {
+		const struct side *s = i ? &b : &a;
+		if (!side_done(s))
+			fprintf(stderr, "rawverbs: %s: not done: writes %u reads %u sends %u recvs %u rfc7306 %u\n", s->name,
+				s->writes_done, s->reads_done, s->sends_done, s->recvs, s->ext_done);
+	}
 	bool ok = phase == RUNNING && side_done(&a) && side_done(&b) && !a.failed && !b.failed;
 	struct side *sides[2] = { &a, &b };
 	uint64_t placed = 0;
@@ -308,6 +384,12 @@ int main(int argc, char **argv)
 		int64_t bad_w = iwt_pattern_check(peer->seed, 0, s->dst, (uint32_t)total);
 		int64_t bad_r = iwt_pattern_check(peer->seed, 0, s->rd, (uint32_t)total);
 		int64_t bad_s = sends ? iwt_pattern_check(peer->seed, 0, s->rxd, (uint32_t)total) : -1;
+		if (ext && (s->ares[0] != AW_INIT(peer->seed) || s->ares[1] != AW_INIT(peer->seed) + 1 ||
+			    peer->aw[0] != AW_INIT(peer->seed) + 3 || peer->aw[1] != ~AW_INIT(peer->seed))) {
+			fprintf(stderr, "rawverbs: %s: atomics: results 0x%" PRIx64 " 0x%" PRIx64 ", peer words 0x%" PRIx64
+				" 0x%" PRIx64 "\n", s->name, s->ares[0], s->ares[1], peer->aw[0], peer->aw[1]);
+			ok = false;
+		}
 		if (bad_w >= 0 || bad_r >= 0 || bad_s >= 0) {
 			fprintf(stderr,
 				"rawverbs: %s: data wrong at write %" PRId64 " / read %" PRId64 " / send %" PRId64 "\n",
@@ -361,6 +443,10 @@ int main(int argc, char **argv)
 		iw_dereg_mr(s->rd_mr);
 		iw_dereg_mr(s->rx_mr);
 		iw_dereg_mr(s->rxd_mr);
+		if (s->aw_mr)
+			iw_dereg_mr(s->aw_mr);
+		if (s->ares_mr)
+			iw_dereg_mr(s->ares_mr);
 		iw_destroy_cq(s->cq);
 		iw_dealloc_pd(s->pd);
 	}
@@ -371,6 +457,8 @@ int main(int argc, char **argv)
 		free(sides[i]->rd);
 		free(sides[i]->rx);
 		free(sides[i]->rxd);
+		free(sides[i]->aw);
+		free(sides[i]->ares);
 	}
 	iw_context_destroy(ctx);
 	return ok ? 0 : 1;

@@ -771,8 +771,8 @@ START_TEST(test_rx_untagged_errors)
 	struct iw_term_cause c;
 
 	rx_setup();
-	/* invalid QN */
-	ck_assert_int_eq(begin_untagged(3, 1, 0, 8, true, 1, &seg, &c), -1);
+	/* invalid QN (0..3 exist: RFC 5040's three and RFC 7306's QN 3) */
+	ck_assert_int_eq(begin_untagged(4, 1, 0, 8, true, 1, &seg, &c), -1);
 	ck_assert_cause(c, 1, 2, 0x01);
 	ck_assert_int_eq(begin_untagged(UINT32_MAX, 1, 0, 8, true, 1, &seg, &c), -1);
 	ck_assert_cause(c, 1, 2, 0x01);

@@ -342,16 +342,34 @@ START_TEST(decode_errors)
 		ck_assert_int_eq(decode_exact(bufa, 17, IW_MPA_REQUEST, 0, 0, NULL, NULL), 0);
 	}
 
-	/* RESERVED (strict only): every reserved bit on each revision */
+	/* RESERVED (strict only): every reserved bit on each revision, but
+	 * the RFC 7306 bit of that kind of frame (ASK 0x08 in a Request, ACK
+	 * 0x04 in a Reply), which decodes into rfc7306 */
 	for (unsigned bit = 0; bit < 4; bit++) {
 		uint8_t fl = (uint8_t)(1u << bit);
+		struct iw_mpa_frame g;
 		n = iwt_mpa_req_bytes((uint8_t)(0x10 | fl), 2, 1, 1, NULL, 0, bufa);
-		expect_decode_err(bufa, n, IW_MPA_REQUEST, S, IW_MPA_FE_RESERVED);
-		expect_decode_err(bufa, 18, IW_MPA_REQUEST, S, IW_MPA_FE_RESERVED);
+		if (fl == IW_MPA_FLAG_RFC7306_ASK) {
+			ck_assert_int_eq(decode_exact(bufa, n, IW_MPA_REQUEST, 0, S, &g, NULL), (ssize_t)n);
+			ck_assert(g.rfc7306);
+			ck_assert_uint_eq(g.reserved, 0);
+		} else {
+			expect_decode_err(bufa, n, IW_MPA_REQUEST, S, IW_MPA_FE_RESERVED);
+			expect_decode_err(bufa, 18, IW_MPA_REQUEST, S, IW_MPA_FE_RESERVED);
+		}
 		n = iwt_mpa_rep_bytes(fl, 2, 0, 0, NULL, 0, bufa);
-		expect_decode_err(bufa, n, IW_MPA_REPLY, S, IW_MPA_FE_RESERVED);
-		n = iwt_mpa_rep_bytes((uint8_t)(0xE0 | fl), 1, 0, 0, NULL, 0, bufa);
-		expect_decode_err(bufa, n, IW_MPA_REPLY, S, IW_MPA_FE_RESERVED);
+		if (fl == IW_MPA_FLAG_RFC7306_ACK) {
+			ck_assert_int_eq(decode_exact(bufa, n, IW_MPA_REPLY, 0, S, &g, NULL), (ssize_t)n);
+			ck_assert(g.rfc7306);
+			ck_assert_uint_eq(g.reserved, 0);
+			n = iwt_mpa_rep_bytes((uint8_t)(0xE0 | fl), 1, 0, 0, NULL, 0, bufa);
+			ck_assert_int_eq(decode_exact(bufa, n, IW_MPA_REPLY, 0, S, &g, NULL), (ssize_t)n);
+			ck_assert(g.rfc7306);
+		} else {
+			expect_decode_err(bufa, n, IW_MPA_REPLY, S, IW_MPA_FE_RESERVED);
+			n = iwt_mpa_rep_bytes((uint8_t)(0xE0 | fl), 1, 0, 0, NULL, 0, bufa);
+			expect_decode_err(bufa, n, IW_MPA_REPLY, S, IW_MPA_FE_RESERVED);
+		}
 	}
 	/* R is zero in a Request (RFC 5044); strict decode checks it */
 	n = iwt_mpa_req_bytes(0x20, 1, 0, 0, NULL, 0, bufa);
@@ -386,7 +404,8 @@ START_TEST(decode_nonstrict_records_reserved)
 	size_t n = iwt_mpa_req_bytes(0x1F, 2, iwt_mpa_w1(false, false, 9), iwt_mpa_w2(false, false, 3),
 				     app, 8, bufa);
 	ck_assert_int_eq(decode_exact(bufa, n, IW_MPA_REQUEST, 0, 0, &g, NULL), (ssize_t)n);
-	ck_assert_uint_eq(g.reserved, 0x0F);
+	ck_assert_uint_eq(g.reserved, 0x0F & ~IW_MPA_FLAG_RFC7306_ASK); /* 0x08 is the RFC 7306 ASK */
+	ck_assert(g.rfc7306);
 	ck_assert(g.enhanced);
 	ck_assert_uint_eq(g.ird, 9);
 	ck_assert_uint_eq(g.ord, 3);
@@ -396,7 +415,8 @@ START_TEST(decode_nonstrict_records_reserved)
 	/* rev 1: 0x10 is reserved, so the 4 bytes belong to the app data */
 	n = iwt_mpa_rep_bytes(0x1F | 0x20, 1, 0x0102, 0x0304, app, 8, bufa);
 	ck_assert_int_eq(decode_exact(bufa, n, IW_MPA_REPLY, 0, 0, &g, NULL), (ssize_t)n);
-	ck_assert_uint_eq(g.reserved, 0x1F);
+	ck_assert_uint_eq(g.reserved, 0x1F & ~IW_MPA_FLAG_RFC7306_ACK); /* 0x04 is the RFC 7306 ACK */
+	ck_assert(g.rfc7306);
 	ck_assert(!g.enhanced);
 	ck_assert(g.reject);
 	ck_assert_uint_eq(g.pdata_len, 12);

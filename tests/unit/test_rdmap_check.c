@@ -129,7 +129,8 @@ START_TEST(test_ulp_lens)
 		{0x41, 0x41, 18, 46},  /* READ REQ */
 		{0xC1, 0x41, 14, 14},  /* READ REQ with T=1: no known minimum */
 		{0x41, 0x47, 18, 22},  /* TERMINATE */
-		{0x41, 0x49, 18, 18},  /* undefined opcode */
+		{0x41, 0x4C, 18, 18},  /* undefined opcode */
+		{0x41, 0x49, 18, 18},  /* RFC 7306 Immediate Data with SE: not negotiated, no minimum */
 		{0x42, 0x41, 18, 46},  /* DDP version 2: still the opcode's minimum */
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
@@ -326,8 +327,10 @@ static const struct vcase vcases[] = {
 	 "RDMAP version 2, expected 1"},
 	{"rdmap version 0", S_NONE, I2R, true, 1, 0x00, 0x10, 0, 0, true, 8, false, IW_CHK_RDMAP_VERSION,
 	 C(0, 2, 5), "RDMAP version 0, expected 1"},
-	{"unknown opcode", S_NONE, I2R, false, 1, 0x49, 0, 1, 0, true, 8, false, IW_CHK_OPCODE, C(0, 2, 6),
-	 "unknown opcode 9"},
+	{"unknown opcode", S_NONE, I2R, false, 1, 0x4C, 0, 1, 0, true, 8, false, IW_CHK_OPCODE, C(0, 2, 6),
+	 "unknown opcode 12"},
+	{"rfc7306 not negotiated", S_NONE, I2R, false, 1, 0x49, 0, 1, 0, true, 8, false, IW_CHK_EXT_NOT_NEGOTIATED,
+	 C(0, 2, 6), "Immediate Data with SE, but RFC 7306 was not negotiated"},
 	{"opcode 15 tagged", S_NONE, I2R, true, 1, 0x4F, 0x10, 0, 0, true, 8, false, IW_CHK_OPCODE, C(0, 2, 6),
 	 "unknown opcode 15"},
 	{"send tagged", S_NONE, I2R, true, 1, 0x43, 0x10, 0, 0, true, 8, false, IW_CHK_OPCODE, C(0, 2, 6),
@@ -598,7 +601,7 @@ START_TEST(test_violation_texts)
 
 		iw_rdmap_violation_set(&v, IW_CHK_CODE_COUNT, 0, 0);
 		iw_rdmap_violation_str(&v, t, sizeof(t));
-		ck_assert_str_eq(t, "unknown violation 23");
+		ck_assert_str_eq(t, "unknown violation 29");
 		iw_rdmap_violation_set(&v, IW_CHK_MPA_FRAME, IW_MPA_FE_BAD_REV, IW_MPA_REPLY);
 		iw_rdmap_violation_str(&v, t, sizeof(t));
 		ck_assert_str_eq(t, "invalid MPA Reply: MPA revision not 1 or 2");

@@ -35,7 +35,9 @@ const char *iwd_op_short(uint8_t opcode)
 		[IW_OP_SEND_SE] = "SEND_SE",
 		[IW_OP_SEND_SE_INV] = "SEND_SE_INV",
 		[IW_OP_TERMINATE] = "TERMINATE",
-		[8] = "OP8", [9] = "OP9", [10] = "OP10", [11] = "OP11",
+		/* RFC 7306 */
+		[IW_OP_IMM_DATA] = "IMM", [IW_OP_IMM_DATA_SE] = "IMM_SE",
+		[IW_OP_ATOMIC_REQ] = "ATOMIC_REQ", [IW_OP_ATOMIC_RESP] = "ATOMIC_RESP",
 		[12] = "OP12", [13] = "OP13", [14] = "OP14", [15] = "OP15",
 	};
 	return names[opcode & (IW_OP_MAX - 1)];
@@ -203,6 +205,7 @@ void iwd_out_mpa(const struct iwd_conn *c, int dir, const struct iw_mpa_frame *f
 			jstr("rtr", rtr);
 		}
 		ju64("pd_len", f->pdata_len);
+		jbool("rfc7306", f->rfc7306);
 		jend();
 		return;
 	}
@@ -213,7 +216,11 @@ void iwd_out_mpa(const struct iwd_conn *c, int dir, const struct iw_mpa_frame *f
 		if (f->p2p)
 			printf(" p2p rtr %s", rtr);
 	}
-	printf(" pd %u\n", f->pdata_len);
+	printf(" pd %u", f->pdata_len);
+	/* libiwarp's RFC 7306 capability bit (ASK in a Request, ACK in a Reply). */
+	if (f->rfc7306)
+		printf(" rfc7306 %s", dir == IW_CHK_I2R ? "ask" : "ack");
+	putchar('\n');
 }
 
 /* IRD/ORD each side ended up with (RFC 6581, mpa_negotiate.h). */
@@ -242,11 +249,13 @@ static void negotiated_text(const struct iwd_sess *s, char *buf, size_t cap)
 		return;
 	if (sess_enhanced(s)) {
 		ird_ord(s, v);
-		snprintf(buf + n, cap - n, ", A ird %u ord %u, B ird %u ord %u%s", v[0], v[1], v[2], v[3],
-			 s->rep.p2p ? ", p2p" : "");
+		n += (size_t)snprintf(buf + n, cap - n, ", A ird %u ord %u, B ird %u ord %u%s", v[0], v[1], v[2], v[3],
+				      s->rep.p2p ? ", p2p" : "");
 	} else {
-		snprintf(buf + n, cap - n, ", ird/ord not negotiated");
+		n += (size_t)snprintf(buf + n, cap - n, ", ird/ord not negotiated");
 	}
+	if (n < cap && s->cfg.rfc7306)
+		snprintf(buf + n, cap - n, ", rfc7306");
 }
 
 /* The negotiated parameters as JSON fields (shared by the per-event line
@@ -260,6 +269,7 @@ static void json_negotiated(const struct iwd_sess *s)
 	jbool("crc", s->cfg.crc);
 	jbool("markers_a2b", s->cfg.markers[0]);
 	jbool("markers_b2a", s->cfg.markers[1]);
+	jbool("rfc7306", s->cfg.rfc7306);
 	if (sess_enhanced(s)) {
 		ird_ord(s, v);
 		ju64("a_ird", v[0]);
@@ -358,6 +368,15 @@ static void term_text(const struct iw_rdmap_check_msg *m, char *buf, size_t cap)
 	}
 }
 
+static const char *atomic_op_name(uint8_t op)
+{
+	switch (op) {
+	case IW_ATOMIC_FETCH_ADD: return "FetchAdd";
+	case IW_ATOMIC_CMP_SWAP: return "CmpSwap";
+	default: return "unknown";
+	}
+}
+
 void iwd_out_msg(const struct iwd_conn *c, int dir, const struct iw_rdmap_check_msg *m, const struct iwd_where *w)
 {
 	const struct iw_rdmap_read_req *rr = &m->rr;
@@ -391,6 +410,31 @@ void iwd_out_msg(const struct iwd_conn *c, int dir, const struct iw_rdmap_check_
 			jhex("src_stag", rr->src_stag);
 			jhex("src_to", rr->src_to);
 			ju64("size", rr->size);
+			break;
+		case IW_OP_IMM_DATA:
+		case IW_OP_IMM_DATA_SE:
+			ju64("msn", m->msn);
+			jhex("imm", m->imm);
+			break;
+		case IW_OP_ATOMIC_REQ:
+		case IW_OP_ATOMIC_RESP:
+			ju64("msn", m->msn);
+			if (m->opcode == IW_OP_ATOMIC_RESP) {
+				ju64("id", m->aresp.req_id);
+				jhex("orig", m->aresp.orig);
+			}
+			jbool("request_seen", m->atomic_known);
+			if (!m->atomic_known)
+				break;
+			if (m->opcode == IW_OP_ATOMIC_REQ)
+				ju64("id", m->atomic.req_id);
+			jstr("aop", atomic_op_name(m->atomic.op));
+			jhex("stag", m->atomic.stag);
+			jhex("to", m->atomic.to);
+			jhex("add_swap", m->atomic.add_swap);
+			jhex("add_swap_mask", m->atomic.add_swap_mask);
+			jhex("compare", m->atomic.compare);
+			jhex("compare_mask", m->atomic.compare_mask);
 			break;
 		case IW_OP_TERMINATE:
 			ju64("layer", m->term.cause.layer);
@@ -430,6 +474,25 @@ void iwd_out_msg(const struct iwd_conn *c, int dir, const struct iw_rdmap_check_
 	case IW_OP_TERMINATE:
 		term_text(m, t, sizeof(t));
 		printf(" %s\n", t);
+		break;
+	case IW_OP_IMM_DATA:
+	case IW_OP_IMM_DATA_SE:
+		printf(" msn %" PRIu32 " imm 0x%016" PRIx64 "\n", m->msn, m->imm);
+		break;
+	case IW_OP_ATOMIC_REQ:
+	case IW_OP_ATOMIC_RESP:
+		printf(" msn %" PRIu32, m->msn);
+		if (m->opcode == IW_OP_ATOMIC_RESP)
+			printf(" id %" PRIu32 " orig 0x%016" PRIx64, m->aresp.req_id, m->aresp.orig);
+		else
+			printf(" id %" PRIu32, m->atomic.req_id);
+		if (m->atomic_known)
+			printf(" (%s stag 0x%08" PRIx32 " to 0x%" PRIx64 " add/swap 0x%" PRIx64 " mask 0x%" PRIx64
+			       " compare 0x%" PRIx64 " mask 0x%" PRIx64 ")\n",
+			       atomic_op_name(m->atomic.op), m->atomic.stag, m->atomic.to, m->atomic.add_swap,
+			       m->atomic.add_swap_mask, m->atomic.compare, m->atomic.compare_mask);
+		else
+			printf(" (request not seen)\n");
 		break;
 	default:
 		printf(" msn %" PRIu32 " %" PRIu64 " bytes", m->msn, m->len);

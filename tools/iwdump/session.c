@@ -247,7 +247,15 @@ static void hs_frame(struct iwd_conn *c, int dir, const struct iwd_where *w)
 	else
 		s->rep = f;
 	iwd_out_mpa(c, dir, &f, w);
-	if (c->opts->check &&
+	/* Linux siw echoes a Request's reserved flag bits in its Reply: the
+	 * RFC 7306 ASK bit coming back is that echo (no ACK: the extensions
+	 * are off), not a violation of the Reply's sender. */
+	bool ask_echo = dir == IW_CHK_R2I && s->have_frame[IW_CHK_I2R] && s->req.rfc7306 &&
+			f.reserved == IW_MPA_FLAG_RFC7306_ASK;
+	if (ask_echo)
+		iwd_out_note(c, dir, w, "Reply echoes the Request's RFC 7306 ASK flag bit (as siw echoes reserved bits); "
+					"no ACK, RFC 7306 not in use");
+	if (c->opts->check && !ask_echo &&
 	    iw_mpa_frame_decode(s->hs[dir], s->hs_len[dir], kind, 0, IW_MPA_DECODE_STRICT, NULL, &why) < 0)
 		violation(c, dir, IW_CHK_MPA_FRAME, why, kind, w);
 	if (dir == IW_CHK_R2I && f.reject) {

@@ -52,6 +52,7 @@ struct opts {
 	const char *expect_status;
 	unsigned reject_count; /* rejects to serve (--reject-count) */
 	struct tc_transport tr; /* --transport/--dev/--ip (raw: docs/raw.md) */
+	bool try_rfc7306; /* once established: RFC 7306 posts must fail EOPNOTSUPP */
 };
 
 static struct rw eng; /* large (work request table): static */
@@ -226,6 +227,31 @@ static void on_connect_request(struct be *b, const struct opts *o, struct rw_cfg
 		rw_fail(&eng, "accept: %s", strerror(-rc));
 }
 
+/* Toward a peer that did not ACK RFC 7306 (siw): an atomic and a Write
+ * with Immediate must fail at post time with -EOPNOTSUPP, sending nothing;
+ * the test then runs as usual on the same connection. */
+static void try_rfc7306(struct be *b)
+{
+	uint8_t *res = b->loc;
+	struct iw_sge sg = { (uint64_t)(uintptr_t)res, 8, iw_mr_stag(b->mr_loc) };
+	struct iw_send_wr w = { .wr_id = 0x7306, .sg_list = &sg, .num_sge = 1,
+				.opcode = IW_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IW_SEND_SIGNALED,
+				.remote_addr = 0x1000, .rkey = 0x100, .compare_add = 1 }, *bad = NULL;
+	if (iw_qp_rfc7306(b->qp)) {
+		rw_fail(&eng, "the peer accepted RFC 7306");
+		return;
+	}
+	int a = iw_post_send(b->qp, &w, &bad);
+	w.opcode = IW_WR_RDMA_WRITE_WITH_IMM;
+	int i = iw_post_send(b->qp, &w, &bad);
+	if (a != -EOPNOTSUPP || i != -EOPNOTSUPP) {
+		rw_fail(&eng, "RFC 7306 posts: atomic %d, write with immediate %d (want %d)", a, i, -EOPNOTSUPP);
+		return;
+	}
+	printf("iwrw: RFC 7306 not negotiated; atomic and write-with-immediate posts refused: %s\n",
+	       strerror(EOPNOTSUPP));
+}
+
 static void on_cm_event(struct be *b, const struct opts *o, struct rw_cfg *cfg, struct iw_cm_event *ev)
 {
 	switch (ev->type) {
@@ -236,6 +262,8 @@ static void on_cm_event(struct be *b, const struct opts *o, struct rw_cfg *cfg, 
 		b->connected_once = true;
 		printf("iwrw: established: CRC %s, IRD %u ORD %u, MPA rev %u, %u bytes of private data\n",
 		       ev->crc ? "on" : "off", ev->ird, ev->ord, ev->mpa_rev, ev->private_data_len);
+		if (o->try_rfc7306)
+			try_rfc7306(b);
 		rw_established(&eng, ev->private_data, ev->private_data_len);
 		break;
 	case IW_CM_EVENT_REJECTED:
@@ -381,7 +409,7 @@ static int parse_cause(const char *s, struct iw_term_cause *c)
 static void usage(void)
 {
 	fputs("usage: iwrw -s [-a ADDR] -p PORT | -c ADDR -p PORT\n"
-	      "  [-t rw|badwrite|badread|victim|flood] [--sizes LIST] [--rounds N]\n"
+	      "  [-t rw|badwrite|badread|victim|flood] [--sizes LIST] [--rounds N] [--try-rfc7306]\n"
 	      "  [--pdata N] [--reject N] [--expect-reject N] [--flood-size N] [--flood-depth N]\n"
 	      "  [--flood-ms MS] [--disconnect client|server] [--ird N] [--ord N]\n"
 	      "  [--crc on|off|required] [--trace FILE] [--timeout SEC] [--expect-cause L,E,C]\n"
@@ -394,7 +422,7 @@ static int parse(int argc, char **argv, struct opts *o, struct rw_cfg *cfg)
 {
 	enum { O_SIZES = 256, O_ROUNDS, O_PDATA, O_REJECT, O_XREJECT, O_FSIZE, O_FDEPTH, O_FMS, O_DISC, O_CRC,
 	       O_TRACE, O_TIMEOUT, O_XCAUSE, O_XSTATUS, O_IRD, O_ORD, O_RCOUNT,
-	       O_TRANSPORT, O_DEV, O_IP };
+	       O_TRANSPORT, O_DEV, O_IP, O_TRY7306 };
 	static const struct option lo[] = {
 		{ "sizes", 1, NULL, O_SIZES }, { "rounds", 1, NULL, O_ROUNDS }, { "pdata", 1, NULL, O_PDATA },
 		{ "reject", 1, NULL, O_REJECT }, { "expect-reject", 1, NULL, O_XREJECT },
@@ -404,6 +432,7 @@ static int parse(int argc, char **argv, struct opts *o, struct rw_cfg *cfg)
 		{ "expect-cause", 1, NULL, O_XCAUSE }, { "expect-status", 1, NULL, O_XSTATUS },
 		{ "ird", 1, NULL, O_IRD }, { "ord", 1, NULL, O_ORD }, { "reject-count", 1, NULL, O_RCOUNT },
 		{ "transport", 1, NULL, O_TRANSPORT }, { "dev", 1, NULL, O_DEV }, { "ip", 1, NULL, O_IP },
+		{ "try-rfc7306", 0, NULL, O_TRY7306 },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -449,6 +478,7 @@ static int parse(int argc, char **argv, struct opts *o, struct rw_cfg *cfg)
 		case O_ORD: if (tc_parse_uint(optarg, 1, 128, &v)) return -1; o->ord = (uint16_t)v; break;
 		case O_RCOUNT: if (tc_parse_uint(optarg, 1, 100, &v)) return -1; o->reject_count = (unsigned)v; break;
 		case O_TRANSPORT: if (tc_parse_transport(optarg, &o->tr.kind)) return -1; break;
+		case O_TRY7306: o->try_rfc7306 = true; break;
 		case O_DEV: o->tr.dev = optarg; break;
 		case O_IP: o->tr.ip = optarg; break;
 		default: return -1;
