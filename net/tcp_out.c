@@ -133,6 +133,16 @@ void iwn_tcp_arm_rto(struct iwn_tcp_conn *c, uint64_t now)
 	c->persist = false;
 }
 
+/* A segment of len bytes at send-buffer offset off would end inside a
+ * record that could go whole: one no longer than a segment and than the
+ * largest window the peer has offered (a record that never fits is cut
+ * as plain bytes are, or nothing would ever move). */
+static bool record_cut(const struct iwn_tcp_conn *c, uint32_t off, uint32_t len)
+{
+	uint32_t rec = iwn_sndbuf_reclen(&c->sb, off);
+	return rec > len && rec <= c->eff_mss && rec <= c->max_sndwnd;
+}
+
 /* Send what the windows allow; force sends one segment even into a
  * closed window (RTO retransmission, zero-window probe). */
 void iwn_tcp_output(struct iwn_tcp_conn *c, uint64_t now, bool force)
@@ -163,7 +173,7 @@ void iwn_tcp_output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 	default:
 		break;
 	}
-	bool sent = false;
+	bool sent = false, held = false;
 	for (;;) {
 		uint32_t dend = iwn_tcp_data_end(c);
 		/* Limited transmit (RFC 3042): the first two duplicate ACKs each
@@ -181,8 +191,20 @@ void iwn_tcp_output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 		if (force && want == 0 && avail > 0)
 			want = 1;
 		uint32_t len = want;
+		uint32_t off = c->snd_nxt - (c->iss + 1 + (uint32_t)c->sb.base);
 		if (len)
-			len = iwn_sndbuf_seglen(&c->sb, c->snd_nxt - (c->iss + 1 + (uint32_t)c->sb.base), len);
+			len = iwn_sndbuf_seglen(&c->sb, off, len);
+		if (len && record_cut(c, off, len)) {
+			/* The window would cut a record that fits a segment: hold
+			 * it until the window takes it whole (the persist timer
+			 * below keeps asking); a forced probe sends 1 byte, the
+			 * least a record can be cut by. */
+			if (!force) {
+				held = true;
+				break;
+			}
+			len = 1;
+		}
 		bool fin = c->fin_queued && iwn_seq_le(c->snd_nxt, dend) && c->snd_nxt + len == dend;
 		if (len == 0 && !fin)
 			break;
@@ -212,9 +234,10 @@ void iwn_tcp_output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 	if (!sent && c->ack_now)
 		iwn_tcp_send_seg(c, now, c->snd_nxt, IWN_TCP_ACK, 0);
 	iwn_tcp_track_wait(c, now);
-	/* Zero window with data waiting and nothing in flight: probe later. */
-	if (c->snd_una == c->snd_max && c->snd_wnd == 0 && iwn_seq_lt(c->snd_nxt, iwn_tcp_data_end(c)) &&
-	    c->rto_at == IWN_TCP_NEVER) {
+	/* Zero window (or a window too short for the next record) with data
+	 * waiting and nothing in flight: probe later. */
+	if (c->snd_una == c->snd_max && (c->snd_wnd == 0 || held) &&
+	    iwn_seq_lt(c->snd_nxt, iwn_tcp_data_end(c)) && c->rto_at == IWN_TCP_NEVER) {
 		c->rto_at = iwn_tcp_retransmit_at(c, now);
 		c->persist = true;
 	}
