@@ -54,6 +54,13 @@ struct iwn_tcp_cfg {
 	uint64_t user_timeout_us;
 	uint64_t keepalive_us;
 	uint32_t keepalive_probes;
+	/* Transmit offload (0/false: off). gso_max: super-segments of up to
+	 * this many payload bytes go out as one frame for the kernel to cut
+	 * into wire segments (net/gso.h); csum_offload: segments leave with
+	 * only the pseudo-header sum in the checksum field, for the kernel
+	 * or NIC to complete. Set by the host from its transmit path. */
+	uint32_t gso_max;
+	bool csum_offload;
 };
 /* Defaults: 64 KiB buffers, MSS 1460, window scaling, timestamps, SACK,
  * nodelay, RTO
@@ -67,6 +74,7 @@ struct iwn_tcp_stats {
 	uint64_t ooo_segs, ooo_dropped, dup_segs, window_probes, bad_acks, paws_dropped;
 	uint64_t sack_rexmits, sack_blocks_sent;
 	uint64_t keepalives_sent, user_timeouts;
+	uint64_t gso_sends, gso_wire_segs; /* super-segments, and the wire segments they became */
 };
 
 struct iwn_tcp_conn;
@@ -138,6 +146,7 @@ struct iwn_tcp_conn {
 	iwn_tcp_out_fn out;
 	void *out_arg;
 	uint64_t out_now;    /* time of the call sending the segment, for out */
+	uint32_t out_gso;    /* the segment out gets is a super-segment of this gso_size (0: plain) */
 	iwn_tcp_ooo_fn ooo;
 	void *ooo_arg;
 	const uint8_t *isn_key;
@@ -145,7 +154,8 @@ struct iwn_tcp_conn {
 	struct iwn_tcp_stats stats;
 };
 
-/* Allocates the buffers. txbuf (owner's, headroom + 60 + cfg->mss bytes)
+/* Allocates the buffers. txbuf (owner's, headroom + 60 + the larger of
+ * cfg->mss and cfg->gso_max bytes)
  * and isn_key (16 bytes) must outlive the connection. */
 int iwn_tcp_conn_init(struct iwn_tcp_conn *c, const struct iwn_tcp_cfg *cfg, uint8_t *txbuf, uint32_t headroom,
 		      iwn_tcp_out_fn out, void *out_arg, const uint8_t *isn_key);

@@ -2,6 +2,8 @@
  * context's progress loop. See rawdev.h. */
 #include "rawdev.h"
 
+#include "net/gso.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,6 +31,22 @@ static void dev_tx(void *arg, const uint8_t *frame, uint32_t len)
 		 * and TCP resends it. */
 		(void)iw_pktio_flush(d->pio);
 		rc = iw_pktio_send(d->pio, frame, len);
+	}
+	if (rc)
+		d->st.tx_dropped++;
+}
+
+/* A TCP frame with its checksum left to the kernel, maybe a GSO
+ * super-segment. */
+static void dev_tx_off(void *arg, const uint8_t *frame, uint32_t len, uint32_t gso_size)
+{
+	struct iw_rawdev *d = arg;
+	if (d->ctx && d->ctx->trace)
+		iw_trace_frame(d->ctx, frame, len);
+	int rc = iw_pktio_send_tcp(d->pio, frame, len, gso_size);
+	if (rc == -ENOBUFS) {
+		(void)iw_pktio_flush(d->pio);
+		rc = iw_pktio_send_tcp(d->pio, frame, len, gso_size);
 	}
 	if (rc)
 		d->st.tx_dropped++;
@@ -72,7 +90,18 @@ int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, cons
 		d->peek.spin_us = (uint32_t)v;
 	}
 
+	bool offload = !cfg->no_offload;
+	const char *off_env = getenv("IWARP_RAW_OFFLOAD");
+	if (off_env && *off_env) {
+		if (strcmp(off_env, "0") && strcmp(off_env, "1")) {
+			free(d);
+			w = "IWARP_RAW_OFFLOAD: 0 (off) or 1 (on)";
+			goto fail_early;
+		}
+		offload = off_env[0] == '1';
+	}
 	struct iw_pktio_cfg pc = {
+		.offload = offload,
 		.ifname = cfg->ifname,
 		.ipv4 = cfg->ip,
 		.rx_ring = cfg->rx_ring,
@@ -115,6 +144,10 @@ int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, cons
 	nc.tx = dev_tx;
 	nc.tx_arg = d;
 	nc.tx_slot = dev_slot;
+	if (iw_pktio_offload(d->pio)) {
+		nc.tx_off = dev_tx_off;
+		nc.gso_max = IWN_GSO_MAX_PAYLOAD;
+	}
 	rc = iwn_net_init(&d->net, &nc);
 	if (rc) {
 		w = "cannot set up the TCP/IP host";
@@ -146,10 +179,12 @@ void iw_rawdev_close(struct iw_rawdev *d)
 			"iwarp raw dev: polls %" PRIu64 ", flushes %" PRIu64 ", frames in %" PRIu64 ", timer runs %" PRIu64
 			", timer rearms %" PRIu64 ", spin hits %" PRIu64 ", tx dropped %" PRIu64
 			"; pktio rx %" PRIu64 " frames, kernel drops %" PRIu64 ", truncated %" PRIu64
-			", tx %" PRIu64 " frames in %" PRIu64 " flushes, ring full %" PRIu64 "\n",
+			", tx %" PRIu64 " frames in %" PRIu64 " flushes, ring full %" PRIu64 "; offload %d: rx csum ok %" PRIu64
+			", rx gso %" PRIu64 ", tx gso %" PRIu64 " (%" PRIu64 " bytes)\n",
 			d->st.polls, d->st.flushes, d->st.frames_in, d->st.timer_runs, d->st.timer_rearms, d->st.spin_hits,
 			d->st.tx_dropped, ps.rx_frames, ps.rx_kernel_drops, ps.rx_truncated, ps.tx_frames,
-			ps.tx_flushes, ps.tx_ring_full);
+			ps.tx_flushes, ps.tx_ring_full, (int)iw_pktio_offload(d->pio), ps.rx_csum_ok, ps.rx_gso, ps.tx_gso,
+			ps.tx_gso_bytes);
 		/* What the host did with unsolicited traffic (floods). */
 		const struct iwn_net_stats *ns = &d->net.stats;
 		fprintf(stderr,
@@ -191,7 +226,8 @@ static void dev_rx(void *arg, const uint8_t *frame, uint32_t len)
 	struct rx_arg *a = arg;
 	if (a->d->ctx && a->d->ctx->trace)
 		iw_trace_frame(a->d->ctx, frame, len);
-	iwn_net_input(&a->d->net, frame, len, a->now);
+	uint32_t f = iw_pktio_rx_flags(a->d->pio);
+	iwn_net_input_flags(&a->d->net, frame, len, a->now, (f & IW_PKTIO_RX_CSUM_OK) ? IWN_NET_RX_CSUM_OK : 0);
 }
 
 int iw_rawdev_poll(struct iw_rawdev *d)

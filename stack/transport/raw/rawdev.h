@@ -42,6 +42,11 @@ struct iw_rawdev_cfg {
 	/* Seeded impairment in pktio (ppm, see pktio.h); 0: none. */
 	uint32_t drop_ppm, reorder_ppm;
 	uint64_t impair_seed;
+	/* Transmit/receive offloads (pktio's PACKET_VNET_HDR: checksum
+	 * offload, GSO super-segments of whole FPDUs, 64 KiB GSO/GRO packets
+	 * received whole). On unless this is set, or the environment
+	 * variable IWARP_RAW_OFFLOAD is 0. */
+	bool no_offload;
 };
 
 /* Told after every pass of the device in a context (frames received or
