@@ -196,7 +196,15 @@ uint32_t iwn_tcp_recv(struct iwn_tcp_conn *c, void *p, uint32_t n, uint64_t now)
 		if (thresh == 0)
 			thresh = 1;
 		uint32_t edge = c->rcv_nxt + iwn_rcvbuf_window(&c->rb);
-		if (iwn_seq_ge(edge, c->rcv_adv + thresh)) {
+		/* And only while the window the peer knows is at most half
+		 * the buffer and this at least doubles it (as Linux's
+		 * tcp_cleanup_rbuf): a reader taking each FPDU as it comes
+		 * made one update per segment read, more ACKs than data
+		 * segments, when the data ACKs already carry the window. */
+		uint32_t known = iwn_seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
+		uint32_t now_wnd = edge - c->rcv_nxt;
+		bool worth = known <= c->rb.cap / 2 && now_wnd >= 2 * known;
+		if (worth && iwn_seq_ge(edge, c->rcv_adv + thresh)) {
 			c->ack_now = true;
 			iwn_tcp_output(c, now, false);
 		}
