@@ -3,7 +3,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/ethtool.h>
 #include <linux/filter.h>
+#include <linux/sockios.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <linux/virtio_net.h>
@@ -50,6 +52,7 @@ struct iw_pktio {
 	uint32_t vnet;     /* bytes of virtio_net_hdr before each frame (0: no offload) */
 	uint32_t hold_max; /* largest frame the reorder shim holds back */
 	uint32_t rx_flags; /* of the frame being delivered */
+	bool tso;          /* the interface segments TCP itself (ETHTOOL_GTSO) */
 	uint8_t mac[6];
 	uint32_t mtu;
 	struct iw_pktio_stats st;
@@ -161,7 +164,7 @@ static int setup_tx(struct iw_pktio *p, const struct iw_pktio_cfg *cfg)
 
 	if (setsockopt(p->tx_fd, SOL_PACKET, PACKET_VERSION, &ver, sizeof(ver)) < 0)
 		return -errno;
-	if (!cfg->no_qdisc_bypass) {
+	if (!cfg->no_qdisc_bypass && !(p->vnet && !p->tso)) {
 		int one = 1;
 		/* Old kernels lack it; the ring works without. */
 		(void)setsockopt(p->tx_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
@@ -198,6 +201,9 @@ static int iface_info(struct iw_pktio *p, const char *ifname, int *ifindex)
 	if (ioctl(p->rx_fd, SIOCGIFMTU, &ifr) < 0)
 		return -errno;
 	p->mtu = (uint32_t)ifr.ifr_mtu;
+	struct ethtool_value ev = { .cmd = ETHTOOL_GTSO };
+	ifr.ifr_data = (void *)&ev;
+	p->tso = ioctl(p->rx_fd, SIOCETHTOOL, &ifr) == 0 && ev.data;
 	return 0;
 }
 
@@ -275,6 +281,19 @@ int iw_pktio_open(const struct iw_pktio_cfg *cfg, struct iw_pktio **out, const c
 	if ((rc = setup_rx(p, cfg)) < 0) {
 		w = "cannot set up the receive ring";
 		goto fail;
+	}
+	/* A GSO frame sent past the qdisc (PACKET_QDISC_BYPASS) to an
+	 * interface without TSO is dropped: the kernel's direct transmit
+	 * does not take the segment list its software GSO makes. setup_tx
+	 * keeps the qdisc path then (a veth's is noqueue: no queueing, only
+	 * the segmentation), and our own frames must not come back on the
+	 * receive socket through the transmit taps. A lost frame the kernel
+	 * cannot parse is skipped (PACKET_LOSS) rather than stopping the
+	 * ring at it. */
+	{
+		int one = 1;
+		(void)setsockopt(p->rx_fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+		(void)setsockopt(p->tx_fd, SOL_PACKET, PACKET_LOSS, &one, sizeof(one));
 	}
 	if ((rc = setup_tx(p, cfg)) < 0) {
 		w = "cannot set up the transmit ring";
