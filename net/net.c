@@ -7,6 +7,7 @@
 #include "gso.h"
 #include "ipv4.h"
 #include "tcp_cookie.h"
+#include "tcp_internal.h"
 #include "tcp_seg.h"
 
 struct iwn_net_sock {
@@ -39,6 +40,7 @@ int iwn_net_init(struct iwn_net *net, const struct iwn_net_cfg *cfg)
 	net->cfg = *cfg;
 	net->cfg.tcp.mss = (uint16_t)(cfg->mtu - 40);
 	net->cfg.tcp.csum_offload = cfg->tx_off != NULL;
+	net->cfg.tcp.batch_output = cfg->batch_output;
 	net->cfg.tcp.gso_max = cfg->tx_off ? (cfg->gso_max < IWN_GSO_MAX_PAYLOAD ? cfg->gso_max : IWN_GSO_MAX_PAYLOAD) : 0;
 	uint32_t most = net->cfg.tcp.gso_max > net->cfg.tcp.mss ? net->cfg.tcp.gso_max : net->cfg.tcp.mss;
 	net->frame_cap = IWN_NET_HEADROOM + IWN_TCP_MAX_HLEN + most;
@@ -629,6 +631,19 @@ uint64_t iwn_net_next_deadline(const struct iwn_net *net)
 				d = t;
 		}
 	return d;
+}
+
+void iwn_net_output_pending(struct iwn_net *net, uint64_t now)
+{
+	net->now = now;
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+		struct iwn_net_sock *s = net->socks[i];
+		if (s && s->c.out_pending) {
+			s->c.out_pending = false;
+			iwn_tcp_output(&s->c, now, false);
+		}
+	}
+	reap(net);
 }
 
 void iwn_net_timers(struct iwn_net *net, uint64_t now)

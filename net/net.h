@@ -49,6 +49,10 @@ struct iwn_net_cfg {
 	 * IWN_GSO_MAX_PAYLOAD). */
 	void (*tx_off)(void *tx_arg, const uint8_t *frame, uint32_t len, uint32_t gso_size);
 	uint32_t gso_max;
+	/* Connections batch their output (iwn_tcp_cfg.batch_output): call
+	 * iwn_net_output_pending after a batch of input and after the
+	 * readers ran (the timers send it too, at the latest). */
+	bool batch_output;
 };
 /* Defaults: MTU 1500, 64 connections, 16 ARP entries living 60 s,
  * requests every 1 s, 3 tries; RSTs and ICMP echo replies 1000/s with
@@ -106,6 +110,8 @@ void iwn_net_input(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint
 #define IWN_NET_RX_CSUM_OK 1u
 void iwn_net_input_flags(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint64_t now, uint32_t flags);
 uint64_t iwn_net_next_deadline(const struct iwn_net *net);
+/* Send the output connections batched (iwn_net_cfg.batch_output). */
+void iwn_net_output_pending(struct iwn_net *net, uint64_t now);
 void iwn_net_timers(struct iwn_net *net, uint64_t now);
 
 /* Accept connections on port: up to backlog established ones not yet

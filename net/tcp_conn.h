@@ -61,6 +61,14 @@ struct iwn_tcp_cfg {
 	 * or NIC to complete. Set by the host from its transmit path. */
 	uint32_t gso_max;
 	bool csum_offload;
+	/* Batched output: what an arriving segment or a read lets out (new
+	 * data, the ACK, a window update) is only marked (out_pending) and
+	 * sent by iwn_net_output_pending, or by the timers 1 ms later at the
+	 * latest (IWN_TCP_BATCH_US). The owner calls that after a batch of frames and
+	 * after its readers ran: one ACK per batch carrying the window after
+	 * the reads, and one super-segment for all the room the ACKs opened,
+	 * instead of one small segment and one ACK per frame. */
+	bool batch_output;
 };
 /* Defaults: 64 KiB buffers, MSS 1460, window scaling, timestamps, SACK,
  * nodelay, RTO
@@ -76,6 +84,8 @@ struct iwn_tcp_stats {
 	uint64_t keepalives_sent, user_timeouts;
 	uint64_t gso_sends, gso_wire_segs; /* super-segments, and the wire segments they became */
 };
+
+#define IWN_TCP_BATCH_US 1000
 
 struct iwn_tcp_conn;
 /* A segment from laddr to raddr is ready at seg (len bytes, checksum
@@ -147,6 +157,8 @@ struct iwn_tcp_conn {
 	void *out_arg;
 	uint64_t out_now;    /* time of the call sending the segment, for out */
 	uint32_t out_gso;    /* the segment out gets is a super-segment of this gso_size (0: plain) */
+	bool out_pending;    /* cfg.batch_output: output is due (see there) */
+	uint64_t out_pending_at;
 	iwn_tcp_ooo_fn ooo;
 	void *ooo_arg;
 	const uint8_t *isn_key;
@@ -212,6 +224,8 @@ void iwn_tcp_abort(struct iwn_tcp_conn *c, uint64_t now);
 void iwn_tcp_orphan(struct iwn_tcp_conn *c, uint64_t now);
 
 uint64_t iwn_tcp_next_deadline(const struct iwn_tcp_conn *c);
+/* cfg.batch_output: output is due (see there). */
+void iwn_tcp_mark_output(struct iwn_tcp_conn *c, uint64_t now);
 void iwn_tcp_timers(struct iwn_tcp_conn *c, uint64_t now);
 
 /* Send a RST answering segment h that matched no connection (RFC 9293

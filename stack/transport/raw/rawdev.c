@@ -144,6 +144,7 @@ int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, cons
 	nc.tx = dev_tx;
 	nc.tx_arg = d;
 	nc.tx_slot = dev_slot;
+	nc.batch_output = getenv("IWARP_RAW_NOBATCH") == NULL;
 	if (iw_pktio_offload(d->pio)) {
 		nc.tx_off = dev_tx_off;
 		nc.gso_max = IWN_GSO_MAX_PAYLOAD;
@@ -241,6 +242,8 @@ int iw_rawdev_poll(struct iw_rawdev *d)
 			break;
 		total += n;
 		/* ACKs go out between batches, not after the whole backlog. */
+		if (n == RX_BATCH)
+			iwn_net_output_pending(&d->net, a.now);
 		(void)iw_pktio_flush(d->pio);
 	}
 	d->st.frames_in += (uint64_t)total;
@@ -249,7 +252,13 @@ int iw_rawdev_poll(struct iw_rawdev *d)
 		d->st.timer_runs++;
 		iwn_net_timers(&d->net, now);
 	}
-	iw_rawdev_flush(d);
+	/* In a context the users run next (tell_users), and the batched
+	 * output (ACKs, window, new data) goes after their reads. */
+	if (d->ctx) {
+		(void)iw_pktio_flush(d->pio); /* tell_users' flush re-arms the timer */
+	} else {
+		iw_rawdev_flush(d);
+	}
 	return total;
 }
 
@@ -291,6 +300,7 @@ static void rearm(struct iw_rawdev *d)
 void iw_rawdev_flush(struct iw_rawdev *d)
 {
 	d->st.flushes++;
+	iwn_net_output_pending(&d->net, iw_rawdev_now_us());
 	(void)iw_pktio_flush(d->pio);
 	rearm(d);
 }
