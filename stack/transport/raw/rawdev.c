@@ -131,7 +131,9 @@ int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, cons
 	/* 1 MiB in flight: at 9000-byte frames, 256 KiB made 3x more flushes
 	 * (send syscalls) and ACKs per MiB, and deferred FPDUs. */
 	nc.tcp.sndbuf = cfg->sndbuf ? cfg->sndbuf : 1u << 20;
-	nc.tcp.rcvbuf = cfg->rcvbuf ? cfg->rcvbuf : 256u << 10;
+	/* A 1 MiB window too: with 256 KiB a kernel sender (whose own
+	 * windows grow to megabytes) waited on ours for READ responses. */
+	nc.tcp.rcvbuf = cfg->rcvbuf ? cfg->rcvbuf : 1u << 20;
 	/* One record per FPDU: enough marks to fill the send buffer with
 	 * MTU-1500 FPDUs (the default 256 capped it near 370 KB). */
 	if (nc.tcp.max_records < nc.tcp.sndbuf / 1024)
@@ -170,6 +172,8 @@ void iw_rawdev_close(struct iw_rawdev *d)
 	if (!d)
 		return;
 	iw_rawdev_detach(d);
+	/* Batched output still due (the last data or ACK) leaves first. */
+	iwn_net_output_pending(&d->net, iw_rawdev_now_us());
 	iwn_net_fini(&d->net);
 	(void)iw_pktio_flush(d->pio);
 	if (getenv("IWARP_RAW_STATS")) {
