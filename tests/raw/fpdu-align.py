@@ -6,7 +6,10 @@ MPA-aware sender), so every FPDU starts a TCP segment; and no IPv4
 packet is larger than the MTU (the capture really shows wire segments,
 not super-segments). Connections are found by their MPA Request; CRC
 from the Reply's C bit, markers must be off. Exit 0 ok, 1 on a violation
-or when nothing was checked. Standard library only."""
+or when nothing was checked. --self-test: the checker passes a synthetic
+aligned capture and fails one with a segment cut inside an FPDU.
+Standard library only."""
+import os
 import struct
 import sys
 
@@ -36,6 +39,54 @@ def packets(path):
             if incl < orig:
                 sys.exit("capture truncated a frame (snaplen): %d of %d bytes" % (incl, orig))
             yield data
+
+
+def _synthetic(path, cut):
+    """A pcap of one iWARP connection: SYNs, the MPA Request and Reply
+    (CRC on), then 4 FPDUs of 100 ULPDU bytes from the initiator, each in
+    its own segment, or (cut) with the third segment split 10 bytes into
+    an FPDU (the CRC bytes are not checked here). For --self-test."""
+    a, b = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+
+    def frame(src, dst, sport, dport, seq, flags, payload=b""):
+        tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, 0, 5 << 4, flags, 65535, 0, 0) + payload
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 1, 0, 64, 6, 0, src, dst) + tcp
+        return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip
+
+    frames = [frame(a, b, 1000, 2000, 99, 0x02), frame(b, a, 2000, 1000, 499, 0x12)]
+    req = MPA_REQ + bytes([0x40, 1]) + struct.pack("!H", 0)
+    rep = MPA_REP + bytes([0x40, 1]) + struct.pack("!H", 0)
+    frames += [frame(a, b, 1000, 2000, 100, 0x18, req), frame(b, a, 2000, 1000, 500, 0x18, rep)]
+    fpdu = struct.pack("!H", 100) + bytes(100) + bytes(2) + bytes(4)  # 2 + 100, pad 2, CRC
+    stream = fpdu * 4
+    cuts = [0, len(fpdu), 2 * len(fpdu), 3 * len(fpdu), 4 * len(fpdu)]
+    if cut:
+        cuts = [0, len(fpdu), 2 * len(fpdu) + 10, 3 * len(fpdu), 4 * len(fpdu)]
+    for lo, hi in zip(cuts, cuts[1:]):
+        frames.append(frame(a, b, 1000, 2000, 100 + len(req) + lo, 0x18, stream[lo:hi]))
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for fr in frames:
+            f.write(struct.pack("<IIII", 0, 0, len(fr), len(fr)) + fr)
+
+
+def self_test():
+    """The checker must pass an aligned capture and fail a cut one."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        good, bad = os.path.join(d, "good.pcap"), os.path.join(d, "bad.pcap")
+        _synthetic(good, False)
+        _synthetic(bad, True)
+        sys.argv = [sys.argv[0], good, "1500"]
+        if main() != 0:
+            print("self-test: an aligned capture was refused")
+            return 1
+        sys.argv = [sys.argv[0], bad, "1500"]
+        if main() == 0:
+            print("self-test: a segment cut inside an FPDU was accepted")
+            return 1
+    print("fpdu-align self-test: ok")
+    return 0
 
 
 def main():
@@ -126,4 +177,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(self_test() if sys.argv[1:] == ["--self-test"] else main())
