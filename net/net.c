@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gso.h"
 #include "ipv4.h"
 #include "tcp_cookie.h"
+#include "tcp_internal.h"
 #include "tcp_seg.h"
 
 struct iwn_net_sock {
@@ -37,7 +39,11 @@ int iwn_net_init(struct iwn_net *net, const struct iwn_net_cfg *cfg)
 		return -EINVAL;
 	net->cfg = *cfg;
 	net->cfg.tcp.mss = (uint16_t)(cfg->mtu - 40);
-	net->frame_cap = IWN_NET_HEADROOM + IWN_TCP_MAX_HLEN + net->cfg.tcp.mss;
+	net->cfg.tcp.csum_offload = cfg->tx_off != NULL;
+	net->cfg.tcp.batch_output = cfg->batch_output;
+	net->cfg.tcp.gso_max = cfg->tx_off ? (cfg->gso_max < IWN_GSO_MAX_PAYLOAD ? cfg->gso_max : IWN_GSO_MAX_PAYLOAD) : 0;
+	uint32_t most = net->cfg.tcp.gso_max > net->cfg.tcp.mss ? net->cfg.tcp.gso_max : net->cfg.tcp.mss;
+	net->frame_cap = IWN_NET_HEADROOM + IWN_TCP_MAX_HLEN + most;
 	net->frame = calloc(1, net->frame_cap);
 	net->socks = calloc(cfg->max_conns, sizeof(*net->socks));
 	int r = -ENOMEM;
@@ -110,11 +116,19 @@ static void arp_request(void *arg, uint32_t ip)
 	send_arp(arg, IWN_ARP_REQUEST, iwn_eth_broadcast, zero, ip);
 }
 
+/* How a TCP frame leaves: plain, or through the offload path with its
+ * checksum partial (and maybe as a super-segment). */
+struct tx_off {
+	bool on;
+	uint32_t gso_size;
+};
+
 /* Send the IPv4 packet whose header starts IWN_ETH_HLEN bytes into
  * frame: resolve the next hop, or park the frame until ARP answers. */
-static void ip_output(struct iwn_net *net, uint8_t *frame, uint32_t len, uint32_t dst, uint64_t now)
+static void ip_output_off(struct iwn_net *net, uint8_t *frame, uint32_t len, uint32_t dst, uint64_t now,
+			  struct tx_off off)
 {
-	if (len > IWN_ETH_HLEN + (uint32_t)net->cfg.mtu) {
+	if (len > IWN_ETH_HLEN + (uint32_t)net->cfg.mtu && !off.gso_size) {
 		net->stats.tx_too_big++;
 		return;
 	}
@@ -122,11 +136,33 @@ static void ip_output(struct iwn_net *net, uint8_t *frame, uint32_t len, uint32_
 	static const uint8_t unknown[IWN_ETH_ALEN];
 	iwn_eth_build(frame, mac ? mac : unknown, net->cfg.mac, IWN_ETHERTYPE_IPV4);
 	if (mac) {
-		tx(net, frame, len);
+		if (off.on) {
+			net->stats.tx_frames++;
+			net->cfg.tx_off(net->cfg.tx_arg, frame, len, off.gso_size);
+		} else {
+			tx(net, frame, len);
+		}
 		return;
+	}
+	if (off.gso_size) {
+		/* Too big to park: TCP resends it as it would a lost one. */
+		net->stats.tx_gso_unresolved++;
+		return;
+	}
+	if (off.on) {
+		/* Parked frames leave through tx: complete the checksum. */
+		uint32_t ihl = (uint32_t)(frame[IWN_ETH_HLEN] & 0x0F) * 4;
+		uint32_t src = (uint32_t)frame[IWN_ETH_HLEN + 12] << 24 | (uint32_t)frame[IWN_ETH_HLEN + 13] << 16 |
+			       (uint32_t)frame[IWN_ETH_HLEN + 14] << 8 | frame[IWN_ETH_HLEN + 15];
+		iwn_tcp_set_csum(frame + IWN_ETH_HLEN + ihl, len - IWN_ETH_HLEN - ihl, src, dst);
 	}
 	if (iwn_arp_enqueue(&net->arp, dst, frame, len, now) == 1)
 		arp_request(net, dst);
+}
+
+static void ip_output(struct iwn_net *net, uint8_t *frame, uint32_t len, uint32_t dst, uint64_t now)
+{
+	ip_output_off(net, frame, len, dst, now, (struct tx_off){ 0 });
 }
 
 static void tcp_out(void *arg, struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr, uint8_t *seg, uint32_t len)
@@ -138,8 +174,11 @@ static void tcp_out(void *arg, struct iwn_tcp_conn *c, uint32_t laddr, uint32_t 
 	if (c && c->out_now > net->now)
 		net->now = c->out_now;
 	uint8_t *ip = seg - 20;
-	iwn_ip4_build(ip, laddr, raddr, IWN_IPPROTO_TCP, net->ip_id++, 64, (uint16_t)len);
-	ip_output(net, ip - IWN_ETH_HLEN, IWN_ETH_HLEN + 20 + len, raddr, net->now);
+	struct tx_off off = { .on = c && c->cfg.csum_offload, .gso_size = c ? c->out_gso : 0 };
+	iwn_ip4_build(ip, laddr, raddr, IWN_IPPROTO_TCP, net->ip_id, 64, (uint16_t)len);
+	/* The kernel numbers a super-segment's pieces from its ID on. */
+	net->ip_id = (uint16_t)(net->ip_id + (off.gso_size ? iwn_gso_segs(len - (uint32_t)(seg[12] >> 4) * 4, off.gso_size) : 1));
+	ip_output_off(net, ip - IWN_ETH_HLEN, IWN_ETH_HLEN + 20 + len, raddr, net->now, off);
 }
 
 /* Build TCP frames in the owner's slot when it has one (tcp_out gets
@@ -443,10 +482,11 @@ static int cookie_ack_input(struct iwn_net *net, int li, const struct iwn_ip4 *i
 }
 
 static void tcp_input(struct iwn_net *net, const struct iwn_ip4 *ip, const uint8_t *seg, uint32_t len,
-		      uint64_t now)
+		      uint64_t now, bool verified)
 {
 	struct iwn_tcp_hdr h;
-	int r = iwn_tcp_parse(seg, len, ip->src, ip->dst, &h);
+	int r = verified ? iwn_tcp_parse_verified(seg, len, &h) : iwn_tcp_parse(seg, len, ip->src, ip->dst, &h);
+	net->stats.rx_csum_trusted += verified;
 	if (r == -EBADMSG) {
 		net->stats.tcp_bad_csum++;
 		return;
@@ -540,6 +580,11 @@ reply:
 
 void iwn_net_input(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint64_t now)
 {
+	iwn_net_input_flags(net, frame, len, now, 0);
+}
+
+void iwn_net_input_flags(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint64_t now, uint32_t flags)
+{
 	net->now = now;
 	net->stats.rx_frames++;
 	struct iwn_eth e;
@@ -588,7 +633,7 @@ void iwn_net_input(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint
 	const uint8_t *payload = p + ip.hlen;
 	uint32_t paylen = (uint32_t)ip.totlen - ip.hlen;
 	if (ip.proto == IWN_IPPROTO_TCP)
-		tcp_input(net, &ip, payload, paylen, now);
+		tcp_input(net, &ip, payload, paylen, now, (flags & IWN_NET_RX_CSUM_OK) != 0);
 	else if (ip.proto == IWN_IPPROTO_ICMP)
 		icmp_input(net, &ip, payload, paylen, now);
 	else
@@ -606,6 +651,19 @@ uint64_t iwn_net_next_deadline(const struct iwn_net *net)
 				d = t;
 		}
 	return d;
+}
+
+void iwn_net_output_pending(struct iwn_net *net, uint64_t now)
+{
+	net->now = now;
+	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+		struct iwn_net_sock *s = net->socks[i];
+		if (s && s->c.out_pending) {
+			s->c.out_pending = false;
+			iwn_tcp_output(&s->c, now, false);
+		}
+	}
+	reap(net);
 }
 
 void iwn_net_timers(struct iwn_net *net, uint64_t now)

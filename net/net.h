@@ -39,6 +39,20 @@ struct iwn_net_cfg {
 	/* Optional: where the next TCP frame may be built in place (at least
 	 * cap bytes; NULL: none free). tx then gets that same pointer. */
 	uint8_t *(*tx_slot)(void *tx_arg, uint32_t cap);
+	/* Optional transmit offload. When set, the frames of TCP
+	 * connections go out here instead of tx, with the TCP checksum left
+	 * to the sender's offload (only the pseudo-header sum: Linux's
+	 * CHECKSUM_PARTIAL, at IWN_NET_HEADROOM + 16); gso_size not 0 makes
+	 * the frame a super-segment for the kernel to cut into wire
+	 * segments of gso_size payload bytes (net/gso.h). gso_max: the
+	 * largest super-segment payload (0: checksum offload only; at most
+	 * IWN_GSO_MAX_PAYLOAD). */
+	void (*tx_off)(void *tx_arg, const uint8_t *frame, uint32_t len, uint32_t gso_size);
+	uint32_t gso_max;
+	/* Connections batch their output (iwn_tcp_cfg.batch_output): call
+	 * iwn_net_output_pending after a batch of input and after the
+	 * readers ran (the timers send it too, at the latest). */
+	bool batch_output;
 };
 /* Defaults: MTU 1500, 64 connections, 16 ARP entries living 60 s,
  * requests every 1 s, 3 tries; RSTs and ICMP echo replies 1000/s with
@@ -59,6 +73,8 @@ struct iwn_net_stats {
 	/* answers the token buckets held back */
 	uint64_t tcp_resets_limited, icmp_limited;
 	uint64_t tx_frames, tx_too_big;
+	uint64_t rx_csum_trusted;   /* TCP segments taken without a checksum pass (IWN_NET_RX_CSUM_OK) */
+	uint64_t tx_gso_unresolved; /* super-segments dropped for want of the peer's MAC (TCP resends) */
 };
 
 struct iwn_net_sock;
@@ -88,7 +104,14 @@ int iwn_net_init(struct iwn_net *net, const struct iwn_net_cfg *cfg);
 void iwn_net_fini(struct iwn_net *net);
 
 void iwn_net_input(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint64_t now);
+/* The TCP/UDP checksum of this frame was verified by the receiving
+ * kernel, or left to offload by a local sender (it never crossed a
+ * wire): no checksum pass. */
+#define IWN_NET_RX_CSUM_OK 1u
+void iwn_net_input_flags(struct iwn_net *net, const uint8_t *frame, uint32_t len, uint64_t now, uint32_t flags);
 uint64_t iwn_net_next_deadline(const struct iwn_net *net);
+/* Send the output connections batched (iwn_net_cfg.batch_output). */
+void iwn_net_output_pending(struct iwn_net *net, uint64_t now);
 void iwn_net_timers(struct iwn_net *net, uint64_t now);
 
 /* Accept connections on port: up to backlog established ones not yet

@@ -147,6 +147,17 @@ static int send_check(const struct iwn_tcp_conn *c)
 	}
 }
 
+/* New data queued: send it, or (batched output) let it gather with what
+ * else the caller queues until its flush, so it leaves as one
+ * super-segment rather than one segment per write. */
+static void send_now(struct iwn_tcp_conn *c, uint64_t now)
+{
+	if (c->cfg.batch_output)
+		iwn_tcp_mark_output(c, now);
+	else
+		iwn_tcp_output(c, now, false);
+}
+
 int iwn_tcp_send(struct iwn_tcp_conn *c, const void *p, uint32_t n, uint64_t now)
 {
 	int r = send_check(c);
@@ -156,7 +167,7 @@ int iwn_tcp_send(struct iwn_tcp_conn *c, const void *p, uint32_t n, uint64_t now
 		n = INT32_MAX;
 	uint32_t k = iwn_sndbuf_write(&c->sb, p, n);
 	if (k)
-		iwn_tcp_output(c, now, false);
+		send_now(c, now);
 	return (int)k;
 }
 
@@ -169,7 +180,7 @@ int iwn_tcp_send_record(struct iwn_tcp_conn *c, const void *p, uint32_t n, uint6
 		return -EMSGSIZE;
 	r = iwn_sndbuf_write_record(&c->sb, p, n);
 	if (r > 0)
-		iwn_tcp_output(c, now, false);
+		send_now(c, now);
 	return r;
 }
 
@@ -182,7 +193,7 @@ int iwn_tcp_send_recordv(struct iwn_tcp_conn *c, const struct iovec *iov, int cn
 		return -EMSGSIZE;
 	r = iwn_sndbuf_write_recordv(&c->sb, iov, cnt, n);
 	if (r > 0)
-		iwn_tcp_output(c, now, false);
+		send_now(c, now);
 	return r;
 }
 
@@ -196,9 +207,20 @@ uint32_t iwn_tcp_recv(struct iwn_tcp_conn *c, void *p, uint32_t n, uint64_t now)
 		if (thresh == 0)
 			thresh = 1;
 		uint32_t edge = c->rcv_nxt + iwn_rcvbuf_window(&c->rb);
-		if (iwn_seq_ge(edge, c->rcv_adv + thresh)) {
+		/* And only while the window the peer knows is at most half
+		 * the buffer and this at least doubles it (as Linux's
+		 * tcp_cleanup_rbuf): a reader taking each FPDU as it comes
+		 * made one update per segment read, more ACKs than data
+		 * segments, when the data ACKs already carry the window. */
+		uint32_t known = iwn_seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
+		uint32_t now_wnd = edge - c->rcv_nxt;
+		bool worth = known <= c->rb.cap / 2 && now_wnd >= 2 * known;
+		if (worth && iwn_seq_ge(edge, c->rcv_adv + thresh)) {
 			c->ack_now = true;
-			iwn_tcp_output(c, now, false);
+			if (c->cfg.batch_output)
+				iwn_tcp_mark_output(c, now);
+			else
+				iwn_tcp_output(c, now, false);
 		}
 	}
 	return k;
@@ -270,6 +292,8 @@ static void keepalive_expired(struct iwn_tcp_conn *c, uint64_t now)
 uint64_t iwn_tcp_next_deadline(const struct iwn_tcp_conn *c)
 {
 	uint64_t d = c->rto_at;
+	if (c->out_pending && c->out_pending_at + IWN_TCP_BATCH_US < d)
+		d = c->out_pending_at + IWN_TCP_BATCH_US; /* the owner did not send it: the timers do */
 	uint64_t k = keepalive_at(c);
 	if (k < d)
 		d = k;
@@ -313,8 +337,19 @@ static void rto_expired(struct iwn_tcp_conn *c, uint64_t now)
 	iwn_tcp_output(c, now, true);
 }
 
+void iwn_tcp_mark_output(struct iwn_tcp_conn *c, uint64_t now)
+{
+	if (!c->out_pending)
+		c->out_pending_at = now;
+	c->out_pending = true;
+}
+
 void iwn_tcp_timers(struct iwn_tcp_conn *c, uint64_t now)
 {
+	if (c->out_pending && c->out_pending_at + IWN_TCP_BATCH_US <= now) {
+		c->out_pending = false;
+		iwn_tcp_output(c, now, false);
+	}
 	if (c->tw_at <= now) {
 		c->tw_at = IWN_TCP_NEVER;
 		if (c->state == IWN_TCP_TIME_WAIT || c->state == IWN_TCP_FIN_WAIT_2)

@@ -54,6 +54,21 @@ struct iwn_tcp_cfg {
 	uint64_t user_timeout_us;
 	uint64_t keepalive_us;
 	uint32_t keepalive_probes;
+	/* Transmit offload (0/false: off). gso_max: super-segments of up to
+	 * this many payload bytes go out as one frame for the kernel to cut
+	 * into wire segments (net/gso.h); csum_offload: segments leave with
+	 * only the pseudo-header sum in the checksum field, for the kernel
+	 * or NIC to complete. Set by the host from its transmit path. */
+	uint32_t gso_max;
+	bool csum_offload;
+	/* Batched output: what an arriving segment or a read lets out (new
+	 * data, the ACK, a window update) is only marked (out_pending) and
+	 * sent by iwn_net_output_pending, or by the timers 1 ms later at the
+	 * latest (IWN_TCP_BATCH_US). The owner calls that after a batch of frames and
+	 * after its readers ran: one ACK per batch carrying the window after
+	 * the reads, and one super-segment for all the room the ACKs opened,
+	 * instead of one small segment and one ACK per frame. */
+	bool batch_output;
 };
 /* Defaults: 64 KiB buffers, MSS 1460, window scaling, timestamps, SACK,
  * nodelay, RTO
@@ -67,7 +82,10 @@ struct iwn_tcp_stats {
 	uint64_t ooo_segs, ooo_dropped, dup_segs, window_probes, bad_acks, paws_dropped;
 	uint64_t sack_rexmits, sack_blocks_sent;
 	uint64_t keepalives_sent, user_timeouts;
+	uint64_t gso_sends, gso_wire_segs; /* super-segments, and the wire segments they became */
 };
+
+#define IWN_TCP_BATCH_US 1000
 
 struct iwn_tcp_conn;
 /* A segment from laddr to raddr is ready at seg (len bytes, checksum
@@ -138,6 +156,9 @@ struct iwn_tcp_conn {
 	iwn_tcp_out_fn out;
 	void *out_arg;
 	uint64_t out_now;    /* time of the call sending the segment, for out */
+	uint32_t out_gso;    /* the segment out gets is a super-segment of this gso_size (0: plain) */
+	bool out_pending;    /* cfg.batch_output: output is due (see there) */
+	uint64_t out_pending_at;
 	iwn_tcp_ooo_fn ooo;
 	void *ooo_arg;
 	const uint8_t *isn_key;
@@ -145,7 +166,8 @@ struct iwn_tcp_conn {
 	struct iwn_tcp_stats stats;
 };
 
-/* Allocates the buffers. txbuf (owner's, headroom + 60 + cfg->mss bytes)
+/* Allocates the buffers. txbuf (owner's, headroom + 60 + the larger of
+ * cfg->mss and cfg->gso_max bytes)
  * and isn_key (16 bytes) must outlive the connection. */
 int iwn_tcp_conn_init(struct iwn_tcp_conn *c, const struct iwn_tcp_cfg *cfg, uint8_t *txbuf, uint32_t headroom,
 		      iwn_tcp_out_fn out, void *out_arg, const uint8_t *isn_key);
@@ -202,6 +224,8 @@ void iwn_tcp_abort(struct iwn_tcp_conn *c, uint64_t now);
 void iwn_tcp_orphan(struct iwn_tcp_conn *c, uint64_t now);
 
 uint64_t iwn_tcp_next_deadline(const struct iwn_tcp_conn *c);
+/* cfg.batch_output: output is due (see there). */
+void iwn_tcp_mark_output(struct iwn_tcp_conn *c, uint64_t now);
 void iwn_tcp_timers(struct iwn_tcp_conn *c, uint64_t now);
 
 /* Send a RST answering segment h that matched no connection (RFC 9293

@@ -374,7 +374,10 @@ static void tcp_process(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, str
 		return;
 	tcp_receive_data(c, s, now);
 	consume_fin(c, now);
-	iwn_tcp_output(c, now, false);
+	if (c->cfg.batch_output)
+		iwn_tcp_mark_output(c, now);
+	else
+		iwn_tcp_output(c, now, false);
 }
 
 /* ---- tcp_input: the checks ---- */

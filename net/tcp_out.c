@@ -3,6 +3,8 @@
  * RTO/persist arming that goes with them (lwIP's tcp_out.c). */
 #include "tcp_internal.h"
 
+#include "gso.h"
+
 #include <string.h>
 
 static uint16_t window_field(struct iwn_tcp_conn *c, bool syn)
@@ -79,13 +81,18 @@ void iwn_tcp_send_seg(struct iwn_tcp_conn *c, uint64_t now, uint32_t seq, uint8_
 	}
 	/* A reset carries no options beyond what identifies it (as with
 	 * timestamps above): SACK blocks on an abort's RST|ACK are noise. */
+	/* A super-segment's options repeat on each wire segment of out_gso
+	 * bytes: that is what they must fit next to. */
 	if (!syn && (flags & IWN_TCP_ACK) && !(flags & IWN_TCP_RST) && c->sack_on && c->rb.n_ooo)
-		sack_blocks(c, &h.opt, len);
+		sack_blocks(c, &h.opt, c->out_gso ? c->out_gso : len);
 	h.win = (flags & IWN_TCP_RST) ? 0 : window_field(c, syn);
 	size_t hlen = iwn_tcp_build(seg, &h);
 	if (len)
 		iwn_sndbuf_copy(&c->sb, seq - (c->iss + 1 + (uint32_t)c->sb.base), seg + hlen, len);
-	iwn_tcp_set_csum(seg, hlen + len, c->laddr, c->raddr);
+	if (c->cfg.csum_offload)
+		iwn_tcp_set_csum_partial(seg, hlen + len, c->laddr, c->raddr);
+	else
+		iwn_tcp_set_csum(seg, hlen + len, c->laddr, c->raddr);
 	if (flags & IWN_TCP_ACK) {
 		c->last_ack_sent = c->rcv_nxt;
 		c->ack_now = false;
@@ -97,8 +104,13 @@ void iwn_tcp_send_seg(struct iwn_tcp_conn *c, uint64_t now, uint32_t seq, uint8_
 	}
 	c->stats.segs_out++;
 	c->stats.bytes_out += len;
+	if (c->out_gso) {
+		c->stats.gso_sends++;
+		c->stats.gso_wire_segs += iwn_gso_segs(len, c->out_gso);
+	}
 	c->out_now = now;
 	c->out(c->out_arg, c, c->laddr, c->raddr, seg, (uint32_t)(hlen + len));
+	c->out_gso = 0;
 }
 
 /* Data of ours waits for the peer: unacknowledged sequence space (data,
@@ -133,6 +145,16 @@ void iwn_tcp_arm_rto(struct iwn_tcp_conn *c, uint64_t now)
 	c->persist = false;
 }
 
+/* A segment of len bytes at send-buffer offset off would end inside a
+ * record that could go whole: one no longer than a segment and than the
+ * largest window the peer has offered (a record that never fits is cut
+ * as plain bytes are, or nothing would ever move). */
+static bool record_cut(const struct iwn_tcp_conn *c, uint32_t off, uint32_t len)
+{
+	uint32_t rec = iwn_sndbuf_reclen(&c->sb, off);
+	return rec > len && rec <= c->eff_mss && rec <= c->max_sndwnd;
+}
+
 /* Send what the windows allow; force sends one segment even into a
  * closed window (RTO retransmission, zero-window probe). */
 void iwn_tcp_output(struct iwn_tcp_conn *c, uint64_t now, bool force)
@@ -163,7 +185,7 @@ void iwn_tcp_output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 	default:
 		break;
 	}
-	bool sent = false;
+	bool sent = false, held = false;
 	for (;;) {
 		uint32_t dend = iwn_tcp_data_end(c);
 		/* Limited transmit (RFC 3042): the first two duplicate ACKs each
@@ -176,17 +198,39 @@ void iwn_tcp_output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 		uint32_t usable = iwn_seq_lt(c->snd_nxt, limit) ? limit - c->snd_nxt : 0;
 		uint32_t avail = iwn_seq_lt(c->snd_nxt, dend) ? dend - c->snd_nxt : 0;
 		uint32_t want = avail < usable ? avail : usable;
+		uint32_t room = want; /* before the one-segment limit */
 		if (want > c->eff_mss)
 			want = c->eff_mss;
 		if (force && want == 0 && avail > 0)
 			want = 1;
 		uint32_t len = want;
+		uint32_t off = c->snd_nxt - (c->iss + 1 + (uint32_t)c->sb.base);
 		if (len)
-			len = iwn_sndbuf_seglen(&c->sb, c->snd_nxt - (c->iss + 1 + (uint32_t)c->sb.base), len);
+			len = iwn_sndbuf_seglen(&c->sb, off, len);
+		if (len && record_cut(c, off, len)) {
+			/* The window would cut a record that fits a segment: hold
+			 * it until the window takes it whole (the persist timer
+			 * below keeps asking); a forced probe sends 1 byte, the
+			 * least a record can be cut by. */
+			if (!force) {
+				held = true;
+				break;
+			}
+			len = 1;
+		}
+		/* Several whole segments' worth may go as one super-segment,
+		 * cut by the kernel into the same segments (net/gso.h). */
+		uint32_t gso = 0;
+		if (c->cfg.gso_max && !force && room > c->eff_mss) {
+			uint32_t glen = iwn_gso_plan(&c->sb, off, room < c->cfg.gso_max ? room : c->cfg.gso_max,
+						     c->eff_mss, &gso);
+			if (glen)
+				len = glen;
+		}
 		bool fin = c->fin_queued && iwn_seq_le(c->snd_nxt, dend) && c->snd_nxt + len == dend;
 		if (len == 0 && !fin)
 			break;
-		if (len > 0 && !force) {
+		if (len > 0 && !force && !gso) {
 			/* Sender silly-window avoidance (RFC 9293 sec. 3.8.6.2.1);
 			 * a cut at a record boundary always goes. */
 			bool ok = len == c->eff_mss || len < want || c->snd_nxt == c->snd_una ||
@@ -201,6 +245,7 @@ void iwn_tcp_output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 		}
 		if (iwn_seq_lt(c->snd_nxt, c->snd_max))
 			c->stats.retransmitted_segs++;
+		c->out_gso = gso;
 		iwn_tcp_send_seg(c, now, c->snd_nxt, IWN_TCP_ACK | (len ? IWN_TCP_PSH : 0) | (fin ? IWN_TCP_FIN : 0), len);
 		c->snd_nxt += len + (fin ? 1 : 0);
 		c->snd_max = iwn_seq_max(c->snd_max, c->snd_nxt);
@@ -212,9 +257,10 @@ void iwn_tcp_output(struct iwn_tcp_conn *c, uint64_t now, bool force)
 	if (!sent && c->ack_now)
 		iwn_tcp_send_seg(c, now, c->snd_nxt, IWN_TCP_ACK, 0);
 	iwn_tcp_track_wait(c, now);
-	/* Zero window with data waiting and nothing in flight: probe later. */
-	if (c->snd_una == c->snd_max && c->snd_wnd == 0 && iwn_seq_lt(c->snd_nxt, iwn_tcp_data_end(c)) &&
-	    c->rto_at == IWN_TCP_NEVER) {
+	/* Zero window (or a window too short for the next record) with data
+	 * waiting and nothing in flight: probe later. */
+	if (c->snd_una == c->snd_max && (c->snd_wnd == 0 || held) &&
+	    iwn_seq_lt(c->snd_nxt, iwn_tcp_data_end(c)) && c->rto_at == IWN_TCP_NEVER) {
 		c->rto_at = iwn_tcp_retransmit_at(c, now);
 		c->persist = true;
 	}

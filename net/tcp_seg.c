@@ -79,7 +79,7 @@ static void parse_opts(const uint8_t *p, size_t len, struct iwn_tcp_opts *o)
 	}
 }
 
-int iwn_tcp_parse(const uint8_t *seg, size_t len, uint32_t src, uint32_t dst, struct iwn_tcp_hdr *h)
+static int parse(const uint8_t *seg, size_t len, uint32_t src, uint32_t dst, struct iwn_tcp_hdr *h, bool check)
 {
 	memset(h, 0, sizeof(*h));
 	if (len < IWN_TCP_HLEN || len > 0xFFFF)
@@ -87,7 +87,7 @@ int iwn_tcp_parse(const uint8_t *seg, size_t len, uint32_t src, uint32_t dst, st
 	h->hlen = (uint8_t)((seg[IWN_TCP_OFF_DOFF] >> 4) * 4);
 	if (h->hlen < IWN_TCP_HLEN || h->hlen > len)
 		return -EINVAL;
-	if (iwn_cksum_fold(iwn_cksum_add(pseudo_sum(src, dst, len), seg, len)) != 0)
+	if (check && iwn_cksum_fold(iwn_cksum_add(pseudo_sum(src, dst, len), seg, len)) != 0)
 		return -EBADMSG;
 	h->sport = iw_get_be16(seg + IWN_TCP_OFF_SPORT);
 	h->dport = iw_get_be16(seg + IWN_TCP_OFF_DPORT);
@@ -99,6 +99,16 @@ int iwn_tcp_parse(const uint8_t *seg, size_t len, uint32_t src, uint32_t dst, st
 	h->payload = seg + h->hlen;
 	h->plen = (uint32_t)(len - h->hlen);
 	return 0;
+}
+
+int iwn_tcp_parse(const uint8_t *seg, size_t len, uint32_t src, uint32_t dst, struct iwn_tcp_hdr *h)
+{
+	return parse(seg, len, src, dst, h, true);
+}
+
+int iwn_tcp_parse_verified(const uint8_t *seg, size_t len, struct iwn_tcp_hdr *h)
+{
+	return parse(seg, len, 0, 0, h, false);
 }
 
 size_t iwn_tcp_opts_len(const struct iwn_tcp_opts *o)
@@ -163,6 +173,11 @@ size_t iwn_tcp_build(uint8_t *p, const struct iwn_tcp_hdr *h)
 	iw_put_be16(p + IWN_TCP_OFF_CSUM, 0);
 	iw_put_be16(p + IWN_TCP_OFF_URP, 0);
 	return hlen;
+}
+
+void iwn_tcp_set_csum_partial(uint8_t *seg, size_t len, uint32_t src, uint32_t dst)
+{
+	iw_put_be16(seg + IWN_TCP_OFF_CSUM, (uint16_t)~iwn_cksum_fold(pseudo_sum(src, dst, len)));
 }
 
 void iwn_tcp_set_csum(uint8_t *seg, size_t len, uint32_t src, uint32_t dst)

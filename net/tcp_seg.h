@@ -68,6 +68,15 @@ size_t iwn_tcp_opts_len(const struct iwn_tcp_opts *o);
 /* Writes the header and options (h->hlen is ignored and the written length
  * returned); the checksum field is left 0. */
 size_t iwn_tcp_build(uint8_t *p, const struct iwn_tcp_hdr *h);
+/* The same for a segment whose checksum a trusted source already
+ * verified (the receiving kernel, or a local sender that left it to
+ * offload): no checksum pass. */
+int iwn_tcp_parse_verified(const uint8_t *seg, size_t len, struct iwn_tcp_hdr *h);
+/* Checksum offload (Linux CHECKSUM_PARTIAL, virtio NEEDS_CSUM): only the
+ * pseudo-header sum, folded and not complemented, for the kernel or NIC
+ * to add the segment's own sum to. len: the whole TCP length (for a
+ * super-segment the kernel adjusts it per wire segment). */
+void iwn_tcp_set_csum_partial(uint8_t *seg, size_t len, uint32_t src, uint32_t dst);
 /* Fills the checksum of the complete segment seg[0..len). */
 void iwn_tcp_set_csum(uint8_t *seg, size_t len, uint32_t src, uint32_t dst);
 

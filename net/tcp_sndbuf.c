@@ -113,17 +113,11 @@ void iwn_sndbuf_copy(const struct iwn_sndbuf *sb, uint32_t off, uint8_t *dst, ui
 	memcpy(dst + first, sb->buf, n - first);
 }
 
-uint32_t iwn_sndbuf_seglen(const struct iwn_sndbuf *sb, uint32_t off, uint32_t max)
+/* Index of the first mark after stream offset from (mlen: none). Marks
+ * ascend, so bisect: a linear walk from the oldest cost a scan of every
+ * record in flight per segment. */
+static uint32_t first_mark_after(const struct iwn_sndbuf *sb, uint64_t from)
 {
-	if (off >= sb->len)
-		return 0;
-	uint32_t avail = sb->len - off;
-	if (max > avail)
-		max = avail;
-	uint64_t from = sb->base + off, to = from + max, best = 0;
-	/* Marks ascend: find the first one after from by bisection (a
-	 * linear walk from the oldest cost a scan of every record in
-	 * flight per segment), then take the last one within to. */
 	uint32_t lo = 0, hi = sb->mlen;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -132,7 +126,28 @@ uint32_t iwn_sndbuf_seglen(const struct iwn_sndbuf *sb, uint32_t off, uint32_t m
 		else
 			lo = mid + 1;
 	}
-	for (uint32_t i = lo; i < sb->mlen; i++) {
+	return lo;
+}
+
+uint32_t iwn_sndbuf_reclen(const struct iwn_sndbuf *sb, uint32_t off)
+{
+	if (off >= sb->len)
+		return 0;
+	uint64_t from = sb->base + off;
+	uint32_t i = first_mark_after(sb, from);
+	return i < sb->mlen ? (uint32_t)(sb->marks[(sb->mhead + i) % sb->mcap] - from) : 0;
+}
+
+uint32_t iwn_sndbuf_seglen(const struct iwn_sndbuf *sb, uint32_t off, uint32_t max)
+{
+	if (off >= sb->len)
+		return 0;
+	uint32_t avail = sb->len - off;
+	if (max > avail)
+		max = avail;
+	uint64_t from = sb->base + off, to = from + max, best = 0;
+	/* The last mark within to. */
+	for (uint32_t i = first_mark_after(sb, from); i < sb->mlen; i++) {
 		uint64_t m = sb->marks[(sb->mhead + i) % sb->mcap];
 		if (m > to)
 			break;

@@ -41,5 +41,8 @@ void iwn_sndbuf_copy(const struct iwn_sndbuf *sb, uint32_t off, uint8_t *dst, ui
  * what is queued). Cuts depend only on offsets, so a retransmission from
  * a boundary repeats the original cuts. */
 uint32_t iwn_sndbuf_seglen(const struct iwn_sndbuf *sb, uint32_t off, uint32_t max);
+/* Bytes from off to the first record boundary after it; 0 when no
+ * boundary follows (no records, or only plain bytes queued). */
+uint32_t iwn_sndbuf_reclen(const struct iwn_sndbuf *sb, uint32_t off);
 
 #endif

@@ -2,8 +2,18 @@
 # bounded in time, and require exit 0 from each. Sourced, not run.
 #   PAIR_WAIT: seconds a pair may take (default 30)
 pair_port() {
-	# A port of our own per script run (ctest may run scripts in parallel).
-	echo $((20000 + ($$ * 7 + ${1:-0} * 13 + RANDOM) % 20000))
+	# A port of our own per script run (ctest may run scripts in parallel),
+	# below the kernel's ephemeral range (another test's client may hold
+	# any port in it: "rdma_listen: Address already in use") and not in
+	# use in any state right now.
+	local lo=32768 p i
+	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+	[ "$lo" -gt 12000 ] || lo=32768
+	for i in $(seq 1 50); do
+		p=$((10000 + ($$ * 7 + ${1:-0} * 13 + RANDOM) % (lo - 10000)))
+		ss -Htan 2>/dev/null | awk '{print $4}' | grep -qE "[:.]$p\$" || break
+	done
+	echo "$p"
 }
 
 # wait_listen PORT: until something listens on PORT (bounded: 30 s, a

@@ -4,6 +4,11 @@
 #include <string.h>
 
 #include "iwt_common.h"
+#include "common/iw_bytes.h"
+#include "net/cksum.h"
+#include "net/gso.h"
+#include "net/ipv4.h"
+#include "net/tcp_seg.h"
 
 uint64_t netsim_rand(struct netsim *s)
 {
@@ -66,8 +71,66 @@ static void sim_tx(void *arg, const uint8_t *sent, uint32_t len)
 	}
 }
 
+/* The kernel's side of the offload: cut a super-segment into wire
+ * segments of gso_size payload bytes and complete every checksum. */
+static void sim_tx_off(void *arg, const uint8_t *frame, uint32_t len, uint32_t gso_size)
+{
+	struct netsim_port *p = arg;
+	struct netsim *s = p->sim;
+	static uint8_t piece[IWN_ETH_HLEN + 65535];
+	const uint32_t e = IWN_ETH_HLEN;
+	uint32_t ihl = (uint32_t)(frame[e] & 15) * 4, tot = iw_get_be16(frame + e + IWN_IP4_OFF_TOTLEN);
+	uint32_t thl = (uint32_t)(frame[e + ihl + IWN_TCP_OFF_DOFF] >> 4) * 4;
+	if (len > sizeof(piece) || tot + e > len || tot < ihl + thl) {
+		s->overflow++;
+		return;
+	}
+	uint32_t hl = e + ihl + thl, plen = tot - ihl - thl;
+	uint32_t src = iw_get_be32(frame + e + IWN_IP4_OFF_SRC), dst = iw_get_be32(frame + e + IWN_IP4_OFF_DST);
+	if (!gso_size || plen <= gso_size) {
+		memcpy(piece, frame, e + tot);
+		iwn_tcp_set_csum(piece + e + ihl, tot - ihl, src, dst);
+		sim_tx(arg, piece, e + tot);
+		return;
+	}
+	s->gso_frames++;
+	uint32_t seq = iw_get_be32(frame + e + ihl + IWN_TCP_OFF_SEQ);
+	uint16_t id = iw_get_be16(frame + e + IWN_IP4_OFF_ID);
+	uint8_t fl = frame[e + ihl + IWN_TCP_OFF_FLAGS];
+	for (uint32_t at = 0, k = 0; at < plen; at += gso_size, k++) {
+		uint32_t n = plen - at < gso_size ? plen - at : gso_size;
+		bool last = at + n == plen;
+		memcpy(piece, frame, hl);
+		memcpy(piece + hl, frame + hl + at, n);
+		uint8_t *ip = piece + e, *t = piece + e + ihl;
+		iw_put_be16(ip + IWN_IP4_OFF_TOTLEN, (uint16_t)(ihl + thl + n));
+		iw_put_be16(ip + IWN_IP4_OFF_ID, (uint16_t)(id + k));
+		iw_put_be16(ip + IWN_IP4_OFF_CSUM, 0);
+		iw_put_be16(ip + IWN_IP4_OFF_CSUM, iwn_cksum_fold(iwn_cksum_add(0, ip, ihl)));
+		iw_put_be32(t + IWN_TCP_OFF_SEQ, seq + at);
+		/* FIN and PSH on the last piece, CWR on the first (Linux). */
+		uint8_t f = fl;
+		if (!last)
+			f &= (uint8_t)~(IWN_TCP_FIN | IWN_TCP_PSH);
+		if (k)
+			f &= (uint8_t)~0x80u;
+		t[IWN_TCP_OFF_FLAGS] = f;
+		iwn_tcp_set_csum(t, thl + n, src, dst);
+		s->gso_pieces++;
+		if (hl + n > e + s->net[p->idx].cfg.mtu)
+			s->gso_oversize++;
+		sim_tx(arg, piece, hl + n);
+	}
+}
+
 void netsim_init(struct netsim *s, uint64_t seed, const struct netsim_link *link, const struct iwn_tcp_cfg *tcp0,
 		 const struct iwn_tcp_cfg *tcp1, uint16_t mtu)
+{
+	netsim_init_gso(s, seed, link, tcp0, tcp1, mtu, 0);
+}
+
+void netsim_init_gso(struct netsim *s, uint64_t seed, const struct netsim_link *link, const struct iwn_tcp_cfg *tcp0,
+		     const struct iwn_tcp_cfg *tcp1, uint16_t mtu, unsigned gso_mask)
 {
 	memset(s, 0, sizeof(*s));
 	s->rng = seed ? seed : 1;
@@ -91,6 +154,10 @@ void netsim_init(struct netsim *s, uint64_t seed, const struct netsim_link *link
 		s->port[i].idx = i;
 		cfg.tx = sim_tx;
 		cfg.tx_arg = &s->port[i];
+		if (gso_mask & (1u << i)) {
+			cfg.tx_off = sim_tx_off;
+			cfg.gso_max = IWN_GSO_MAX_PAYLOAD;
+		}
 		if (iwn_net_init(&s->net[i], &cfg))
 			abort();
 	}

@@ -42,6 +42,10 @@ struct netsim {
 	struct netsim_frame q[NETSIM_MAX_FRAMES];
 	uint32_t nq;
 	uint64_t sent, lost, dupd, reordered, overflow;
+	/* Transmit offload (netsim_init_gso): super-segments the link cut
+	 * into wire segments as the kernel's GSO does; wire segments found
+	 * larger than the MTU or with a bad checksum after the cut. */
+	uint64_t gso_frames, gso_pieces, gso_oversize;
 	/* A filter may drop frames (return false), look at them or change
 	 * them (frame is the link's own copy). */
 	bool (*filter)(void *arg, int from, uint8_t *frame, uint32_t len);
@@ -53,6 +57,14 @@ struct netsim {
 /* tcp[i] NULL: defaults. mtu 0: 1500. */
 void netsim_init(struct netsim *s, uint64_t seed, const struct netsim_link *link, const struct iwn_tcp_cfg *tcp0,
 		 const struct iwn_tcp_cfg *tcp1, uint16_t mtu);
+/* The same with transmit offload on the hosts in gso_mask (bit i: host
+ * i): their TCP leaves checksums partial and sends GSO super-segments,
+ * which the link cuts into wire segments (as Linux's software GSO:
+ * sequence numbers, IPv4 IDs and lengths per piece, FIN and PSH on the
+ * last piece only, checksums completed) before loss, reordering and the
+ * filter see them. */
+void netsim_init_gso(struct netsim *s, uint64_t seed, const struct netsim_link *link, const struct iwn_tcp_cfg *tcp0,
+		     const struct iwn_tcp_cfg *tcp1, uint16_t mtu, unsigned gso_mask);
 void netsim_fini(struct netsim *s);
 /* Earliest pending event (frame delivery or timer), UINT64_MAX if none. */
 uint64_t netsim_next(const struct netsim *s);

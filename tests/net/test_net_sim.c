@@ -37,6 +37,7 @@ struct side {
 	bool closed, eof;
 	uint32_t read_ppm; /* chance the application reads at a step */
 	uint32_t max_chunk;
+	uint32_t fixed_chunk; /* most writes this size (FPDUs filling a segment), 0: random */
 	bool records;
 };
 
@@ -82,8 +83,12 @@ static bool rec_filter(void *arg, int from, uint8_t *f, uint32_t len)
 	uint64_t end = (uint64_t)(uint32_t)(seq + plen - (rc->c->iss + 1));
 	rc->segs++;
 	/* A 1-byte zero-window probe may split a record; nothing else may. */
-	if (!is_record_end(rc, end) && plen != 1)
+	if (!is_record_end(rc, end) && plen != 1) {
 		rc->misaligned++;
+		if (getenv("IWT_NET_DBG"))
+			fprintf(stderr, "misaligned: offset %llu len %u wnd %u\n", (unsigned long long)(end - plen), plen,
+				rc->c->snd_wnd);
+	}
 	return true;
 }
 
@@ -182,6 +187,8 @@ struct scenario {
 	bool no_ts[2]; /* host i offers neither timestamps nor SACK */
 	bool wrap;     /* client ISN just below 2^32: its stream crosses the wrap */
 	uint32_t mangle_ppm; /* hostile link: header rewrites, only termination checked */
+	unsigned gso;  /* hosts (bit i) with transmit offload: super-segments cut by the link */
+	bool full_records; /* most records fill a segment (eff_mss), as FPDUs do */
 };
 
 struct result {
@@ -194,6 +201,7 @@ struct result {
 	uint64_t vtime, events;
 	struct iwn_tcp_stats st[2];
 	uint64_t rec_segs, rec_misaligned, ooo_calls, ooo_bad;
+	uint64_t gso_frames, gso_pieces, gso_oversize;
 };
 
 static void app_io(struct netsim *s, struct side *sd, bool force_read, struct rec_check *rc)
@@ -204,6 +212,8 @@ static void app_io(struct netsim *s, struct side *sd, bool force_read, struct re
 	uint8_t buf[8192];
 	if (sd->sent < sd->total && !sd->closed && c->state != IWN_TCP_CLOSED) {
 		uint32_t n = 1 + (uint32_t)(netsim_rand(s) % sd->max_chunk);
+		if (sd->fixed_chunk && netsim_rand(s) % 8 != 0)
+			n = sd->fixed_chunk;
 		if (n > sd->total - sd->sent)
 			n = (uint32_t)(sd->total - sd->sent);
 		for (uint32_t i = 0; i < n; i++)
@@ -265,7 +275,7 @@ static void run(const struct scenario *sc, uint64_t seed, struct result *res)
 	struct iwn_tcp_cfg t0, t1;
 	tcp_cfg(sc, 0, &t0);
 	tcp_cfg(sc, 1, &t1);
-	netsim_init(s, seed, &sc->link, &t0, &t1, sc->mtu);
+	netsim_init_gso(s, seed, &sc->link, &t0, &t1, sc->mtu, sc->gso);
 	ck_assert_int_eq(iwn_net_listen(&s->net[1], PORT, 4), 0);
 
 	struct side sd[2];
@@ -279,8 +289,11 @@ static void run(const struct scenario *sc, uint64_t seed, struct result *res)
 	sd[0].peer_key = sd[1].key;
 	sd[1].peer_key = sd[0].key;
 	sd[0].records = sc->records;
-	if (sc->records && sd[0].max_chunk > s->net[0].cfg.tcp.mss)
-		sd[0].max_chunk = s->net[0].cfg.tcp.mss; /* records fit a segment */
+	/* Records fit a segment: the MSS less the timestamp option. */
+	if (sc->records && sd[0].max_chunk > s->net[0].cfg.tcp.mss - 12u)
+		sd[0].max_chunk = s->net[0].cfg.tcp.mss - 12u;
+	if (sc->full_records)
+		sd[0].fixed_chunk = sd[0].max_chunk;
 	int err = 0;
 	struct rec_check rc = {0};
 	struct ooo_check oc = {.key = sd[0].key};
@@ -331,6 +344,9 @@ static void run(const struct scenario *sc, uint64_t seed, struct result *res)
 		netsim_step(s, limit);
 	}
 	res->vtime = s->now - start;
+	res->gso_frames = s->gso_frames;
+	res->gso_pieces = s->gso_pieces;
+	res->gso_oversize = s->gso_oversize;
 	res->rec_segs = rc.segs;
 	res->rec_misaligned = rc.misaligned;
 	res->ooo_calls = oc.calls;
@@ -408,6 +424,7 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 	const char *only = getenv("IWT_NET_ONLY_SEED");
 	uint32_t ok = 0, timeouts = 0;
 	uint64_t rto = 0, fr = 0, ooo = 0, probes = 0, hook = 0, recsegs = 0, paws = 0, sackrx = 0;
+	uint64_t gso_frames = 0, gso_pieces = 0, rexmit = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t seed = base * 1000003u + i * 0x9E3779B97F4A7C15ULL + name_hash(sc->name);
 		if (only)
@@ -418,7 +435,7 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 			report(sc, seed, &r);
 		bool hostile = sc->mangle_ppm != 0; /* corruption cannot be detected by TCP */
 		if ((!hostile && (r.corrupt || r.ooo_bad)) || !r.quiescent || (!r.done_ok && !sc->lossy_ok) ||
-		    r.rec_misaligned) {
+		    r.rec_misaligned || r.gso_oversize) {
 			report(sc, seed, &r);
 			ck_abort_msg("%s: seed %#llx failed (rerun with IWT_NET_ONLY_SEED)", sc->name,
 				     (unsigned long long)seed);
@@ -434,6 +451,9 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 			sackrx += r.st[k].sack_rexmits;
 		}
 		hook += r.ooo_calls;
+		gso_frames += r.gso_frames;
+		gso_pieces += r.gso_pieces;
+		rexmit += r.st[0].retransmitted_segs + r.st[1].retransmitted_segs;
 		recsegs += r.rec_segs;
 		if (only)
 			break;
@@ -446,6 +466,12 @@ static void run_scenario(const struct scenario *sc, uint32_t scale_div)
 		(unsigned long long)sackrx, (unsigned long long)recsegs);
 	if (sc->records)
 		ck_assert_uint_gt(recsegs, 0);
+	if (sc->gso) {
+		fprintf(stderr, "%s: %llu super-segments cut into %llu wire segments, %llu retransmitted segments\n",
+			sc->name, (unsigned long long)gso_frames, (unsigned long long)gso_pieces,
+			(unsigned long long)rexmit);
+		ck_assert_uint_gt(gso_frames, 0);
+	}
 	if (sc->lossy_ok)
 		ck_assert_uint_gt(ok, 0);
 }
@@ -484,6 +510,32 @@ static const struct scenario records = {
 	.name = "records", .link = LINK(10000, 5000, 20000, 300, 2000), .max_bytes = {150000, 20000},
 	.records = true, .mtu = 9000,
 };
+/* A slow reader with a small window against a record sender: a window
+ * that opens by less than a record while nothing is in flight must not
+ * make the sender cut a record (only 1-byte probes may). */
+static const struct scenario records_slow = {
+	.name = "records-slow-reader", .link = LINK(10000, 0, 10000, 300, 2000),
+	.rcvbuf = {0, 3000}, .read_ppm = {0, 30000}, .max_bytes = {60000, 20000}, .records = true,
+};
+/* Transmit offload: super-segments of whole records (or of MSS pieces of
+ * a plain stream) cut by the link; the pieces are lost and reordered
+ * one by one, so retransmission and SACK work on parts of them. */
+static const struct scenario gso_records = {
+	.name = "gso-records", .link = LINK(10000, 5000, 20000, 300, 2000), .max_bytes = {300000, 50000},
+	.rcvbuf = {1 << 18, 1 << 18}, .sndbuf = {1 << 18, 1 << 18}, .records = true, .gso = 3, .full_records = true,
+};
+static const struct scenario gso_records_jumbo = {
+	.name = "gso-records-mtu9000", .link = LINK(10000, 5000, 20000, 300, 2000), .max_bytes = {600000, 50000},
+	.rcvbuf = {1 << 18, 1 << 18}, .sndbuf = {1 << 18, 1 << 18}, .records = true, .mtu = 9000, .gso = 3, .full_records = true,
+};
+static const struct scenario gso_slow = {
+	.name = "gso-records-slow-reader", .link = LINK(10000, 0, 10000, 300, 2000),
+	.rcvbuf = {0, 6000}, .read_ppm = {0, 30000}, .max_bytes = {60000, 20000}, .records = true, .gso = 3, .full_records = true,
+};
+static const struct scenario gso_stream = {
+	.name = "gso-stream", .link = LINK(30000, 10000, 50000, 300, 3000), .max_bytes = {300000, 300000},
+	.rcvbuf = {1 << 18, 1 << 18}, .sndbuf = {1 << 18, 1 << 18}, .gso = 1,
+};
 static const struct scenario wrap = {
 	.name = "seq-wrap", .link = LINK(10000, 10000, 10000, 500, 3000), .max_bytes = {300000, 50000},
 	.wrap = true,
@@ -517,6 +569,16 @@ START_TEST(test_window_scale) { run_scenario(&bigwin, 5); }
 END_TEST
 START_TEST(test_records) { run_scenario(&records, 2); }
 END_TEST
+START_TEST(test_records_slow_reader) { run_scenario(&records_slow, 2); }
+END_TEST
+START_TEST(test_gso_records) { run_scenario(&gso_records, 2); }
+END_TEST
+START_TEST(test_gso_records_jumbo) { run_scenario(&gso_records_jumbo, 5); }
+END_TEST
+START_TEST(test_gso_slow) { run_scenario(&gso_slow, 2); }
+END_TEST
+START_TEST(test_gso_stream) { run_scenario(&gso_stream, 2); }
+END_TEST
 START_TEST(test_wrap) { run_scenario(&wrap, 5); }
 END_TEST
 START_TEST(test_hostile) { run_scenario(&hostile, 2); }
@@ -539,6 +601,11 @@ static Suite *sim_suite(void)
 	tcase_add_test(t, test_slow_reader);
 	tcase_add_test(t, test_window_scale);
 	tcase_add_test(t, test_records);
+	tcase_add_test(t, test_records_slow_reader);
+	tcase_add_test(t, test_gso_records);
+	tcase_add_test(t, test_gso_records_jumbo);
+	tcase_add_test(t, test_gso_slow);
+	tcase_add_test(t, test_gso_stream);
 	tcase_add_test(t, test_wrap);
 	tcase_add_test(t, test_hostile);
 	tcase_add_test(t, test_lossy);

@@ -354,6 +354,128 @@ START_TEST(tx_in_place_and_rx_ready)
 }
 END_TEST
 
+/* Offload (issue 13). A sender pktio on pk1 (offload on) sends a TCP
+ * super-segment of 30000 payload bytes with gso_size 1448 and a partial
+ * checksum; pk1 has TSO, so the veth passes it whole:
+ *  - a receiver on pk0 with the offload gets it whole, flagged GSO and
+ *    CSUM_OK (a local sender left the checksum to offload), bytes intact;
+ *  - one without (2 KiB V2 slots) sees it truncated (the reason receive
+ *    slots are 68 KiB with the offload);
+ *  - a plain frame with a wrong TCP checksum (no offload flags) arrives
+ *    without CSUM_OK: only a checksum the kernel verified, or one a local
+ *    sender left partial, skips the software check. */
+struct gso_seen {
+	struct iw_pktio *p;
+	uint32_t gso_len, flags, bad_bytes, plain_flags, plain;
+	uint32_t want_len;
+};
+
+static void on_gso_frame(void *arg, const uint8_t *f, uint32_t len)
+{
+	struct gso_seen *g = arg;
+	if (len < 14 + 20 + 20 || get16(f + 12) != 0x0800 || f[14 + 9] != 6)
+		return;
+	const uint8_t *t = f + 14 + 20;
+	if (get16(t + 2) == 7001) {
+		g->plain++;
+		g->plain_flags = iw_pktio_rx_flags(g->p);
+		return;
+	}
+	if (get16(t + 2) != 7000)
+		return;
+	g->gso_len = len;
+	g->flags = iw_pktio_rx_flags(g->p);
+	for (uint32_t i = 14 + 40; i < len; i++)
+		if (f[i] != (uint8_t)(i * 7))
+			g->bad_bytes++;
+}
+
+static size_t build_tcp(uint8_t *f, const uint8_t *dst_mac, const uint8_t *src_mac, uint16_t dport, uint32_t plen,
+			bool partial)
+{
+	size_t o = eth_hdr(f, dst_mac, src_mac, 0x0800);
+	uint8_t *ip = f + o, *t = ip + 20;
+	memset(ip, 0, 40);
+	ip[0] = 0x45;
+	put16(ip + 2, (uint16_t)(40 + plen));
+	ip[6] = 0x40;
+	ip[8] = 64;
+	ip[9] = 6;
+	put32(ip + 12, OTHER_IP + 5);
+	put32(ip + 16, OUR_IP);
+	put16(ip + 10, inet_sum(ip, 20));
+	put16(t, 40000);
+	put16(t + 2, dport);
+	put32(t + 4, 1000);
+	put32(t + 8, 1);
+	t[12] = 5 << 4;
+	t[13] = 0x18;
+	put16(t + 14, 65535);
+	for (uint32_t i = 0; i < plen; i++)
+		t[20 + i] = (uint8_t)((o + 40 + i) * 7);
+	/* Pseudo-header sum only (partial), or a deliberately wrong one. */
+	uint32_t ps = get16(ip + 12) + get16(ip + 14) + get16(ip + 16) + get16(ip + 18) + 6 + 20 + plen;
+	while (ps >> 16)
+		ps = (ps & 0xffff) + (ps >> 16);
+	put16(t + 16, partial ? (uint16_t)ps : 0x1234);
+	return o + 40 + plen;
+}
+
+START_TEST(gso_rx_whole_and_csum_flags)
+{
+	load_peer_mac();
+	struct iw_pktio_cfg rc = { .ipv4 = OUR_IP, .rx_ring = IW_PKTIO_RX_V2, .offload = true };
+	struct iw_pktio *rx = open_cfg(&rc);
+	ck_assert(iw_pktio_offload(rx));
+	struct iw_pktio_cfg pc = { .ipv4 = OUR_IP, .rx_ring = IW_PKTIO_RX_V2 };
+	struct iw_pktio *plain = open_cfg(&pc);
+	ck_assert(!iw_pktio_offload(plain));
+	struct iw_pktio_cfg sc = { .ifname = "pk1", .ipv4 = PEER_IP + 100, .rx_ring = IW_PKTIO_RX_V2, .offload = true };
+	struct iw_pktio *tx = NULL;
+	const char *why = NULL;
+	ck_assert_int_eq(iw_pktio_open(&sc, &tx, &why), 0);
+	uint8_t mac0[6], mac1[6];
+	iw_pktio_mac(rx, mac0);
+	iw_pktio_mac(tx, mac1);
+	static uint8_t f[14 + 40 + 30000];
+	size_t n = build_tcp(f, mac0, mac1, 7000, 30000, true);
+	/* Not IPv4/TCP or no offload: refused. */
+	ck_assert_int_eq(iw_pktio_send_tcp(plain, f, (uint32_t)n, 1448), -EINVAL);
+	ck_assert_int_eq(iw_pktio_send_tcp(tx, f, 20, 1448), -EINVAL);
+	ck_assert_int_eq(iw_pktio_send_tcp(tx, f, (uint32_t)n, 1448), 0);
+	uint8_t g[128];
+	size_t m = build_tcp(g, mac0, mac1, 7001, 40, false);
+	ck_assert_int_eq(iw_pktio_send(tx, g, (uint32_t)m), 0);
+	ck_assert_int_eq(iw_pktio_flush(tx), 0);
+	struct gso_seen s = { .p = rx };
+	struct gso_seen s2 = { .p = plain };
+	uint64_t end = now_ms() + 3000;
+	while ((s.gso_len == 0 || s.plain == 0) && now_ms() < end) {
+		struct pollfd pfd = { iw_pktio_fd(rx), POLLIN, 0 };
+		poll(&pfd, 1, 5);
+		ck_assert_int_ge(iw_pktio_recv(rx, 64, on_gso_frame, &s), 0);
+		ck_assert_int_ge(iw_pktio_recv(plain, 64, on_gso_frame, &s2), 0);
+	}
+	ck_assert_uint_eq(s.gso_len, n);
+	ck_assert_uint_eq(s.bad_bytes, 0);
+	ck_assert_uint_eq(s.flags & (IW_PKTIO_RX_GSO | IW_PKTIO_RX_CSUM_OK), IW_PKTIO_RX_GSO | IW_PKTIO_RX_CSUM_OK);
+	ck_assert_uint_eq(s.plain, 1);
+	ck_assert_uint_eq(s.plain_flags & IW_PKTIO_RX_CSUM_OK, 0);
+	(void)iw_pktio_recv(plain, 64, on_gso_frame, &s2);
+	struct iw_pktio_stats st;
+	iw_pktio_get_stats(plain, &st);
+	ck_assert_uint_eq(s2.gso_len, 0);
+	ck_assert_uint_ge(st.rx_truncated, 1);
+	iw_pktio_get_stats(rx, &st);
+	ck_assert_uint_ge(st.rx_gso, 1);
+	iw_pktio_get_stats(tx, &st);
+	ck_assert_uint_eq(st.tx_gso, 1);
+	iw_pktio_close(tx);
+	iw_pktio_close(plain);
+	iw_pktio_close(rx);
+}
+END_TEST
+
 /* No slot when the ring is full (until the kernel sent the batch) or
  * while the reorder shim is on. */
 START_TEST(tx_slot_none)
@@ -485,6 +607,7 @@ int main(void)
 	tcase_add_loop_test(tc, jumbo_v3, 0, 2);
 	tcase_add_test(tc, tx_in_place_and_rx_ready);
 	tcase_add_test(tc, tx_slot_none);
+	tcase_add_test(tc, gso_rx_whole_and_csum_flags);
 	tcase_add_test(tc, arp_resolves_peer);
 	tcase_add_test(tc, filter_admits_only_our_ip);
 	tcase_add_test(tc, oversized_and_bad_args);

@@ -3,9 +3,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/ethtool.h>
 #include <linux/filter.h>
+#include <linux/sockios.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/virtio_net.h>
 #include <netinet/in.h>
 #include <net/if.h>
 #include <poll.h>
@@ -21,7 +24,11 @@
 #define RX_V2_BLOCK (1u << 16)
 #define V3_BLOCK (1u << 20)    /* 1 MiB blocks: many frames per hand-over */
 #define TX_SLOT 16384          /* fits a 9000-byte MTU frame plus the header */
-#define HOLD_MAX TX_SLOT       /* largest frame the reorder shim holds back */
+/* Offload: a slot (V2 transmit and receive) holds a 64 KiB super-segment
+ * with the ring header and the virtio_net_hdr: 17 pages. */
+#define GSO_SLOT (17u * 4096u)
+#define VNET_LEN ((uint32_t)sizeof(struct virtio_net_hdr))
+#define GSO_FRAME_MAX (ETH_HDR + 65535u) /* an IPv4 packet of the largest total length */
 
 /* One frame held back by the reorder shim. age: calls it has waited. */
 struct held {
@@ -29,6 +36,7 @@ struct held {
 	uint32_t len;
 	uint32_t age;
 	bool on;
+	struct virtio_net_hdr vh; /* transmit: the offload it leaves with */
 };
 
 struct iw_pktio {
@@ -40,7 +48,11 @@ struct iw_pktio {
 	uint32_t rx_next;
 	uint8_t *tx_map;
 	size_t tx_map_len;
-	uint32_t tx_nslots, tx_next, tx_queued;
+	uint32_t tx_nslots, tx_next, tx_queued, tx_slot_size;
+	uint32_t vnet;     /* bytes of virtio_net_hdr before each frame (0: no offload) */
+	uint32_t hold_max; /* largest frame the reorder shim holds back */
+	uint32_t rx_flags; /* of the frame being delivered */
+	bool tso;          /* the interface segments TCP itself (ETHTOOL_GTSO) */
 	uint8_t mac[6];
 	uint32_t mtu;
 	struct iw_pktio_stats st;
@@ -89,7 +101,7 @@ static int bind_to(int fd, int ifindex, uint16_t protocol)
 
 static int setup_rx(struct iw_pktio *p, const struct iw_pktio_cfg *cfg)
 {
-	uint32_t bytes = cfg->rx_ring_bytes ? cfg->rx_ring_bytes : 4u << 20;
+	uint32_t bytes = cfg->rx_ring_bytes ? cfg->rx_ring_bytes : p->vnet ? 16u << 20 : 4u << 20;
 	int ver;
 
 	if (cfg->rx_ring == IW_PKTIO_RX_V3) {
@@ -119,6 +131,12 @@ static int setup_rx(struct iw_pktio *p, const struct iw_pktio_cfg *cfg)
 		while (slot < TPACKET_ALIGN(TPACKET2_HDRLEN) + 16 + ETH_HDR + p->mtu && slot < RX_V2_BLOCK)
 			slot *= 2;
 		req.tp_block_size = RX_V2_BLOCK;
+		if (p->vnet) {
+			/* GSO/GRO packets of 64 KiB arrive whole (a veth passes
+			 * them on): a slot must hold one, or it is truncated. */
+			slot = GSO_SLOT;
+			req.tp_block_size = GSO_SLOT;
+		}
 		req.tp_frame_size = slot;
 		req.tp_block_nr = bytes / req.tp_block_size ? bytes / req.tp_block_size : 1;
 		req.tp_frame_nr = req.tp_block_nr * (req.tp_block_size / slot);
@@ -141,23 +159,25 @@ static int setup_tx(struct iw_pktio *p, const struct iw_pktio_cfg *cfg)
 {
 	struct tpacket_req req = { 0 };
 	int ver = TPACKET_V2;
-	uint32_t n = cfg->tx_frames ? cfg->tx_frames : 512;
+	uint32_t n = cfg->tx_frames ? cfg->tx_frames : p->vnet ? 128 : 512;
+	uint32_t slot = p->vnet ? GSO_SLOT : TX_SLOT;
 
 	if (setsockopt(p->tx_fd, SOL_PACKET, PACKET_VERSION, &ver, sizeof(ver)) < 0)
 		return -errno;
-	if (!cfg->no_qdisc_bypass) {
+	if (!cfg->no_qdisc_bypass && !(p->vnet && !p->tso)) {
 		int one = 1;
 		/* Old kernels lack it; the ring works without. */
 		(void)setsockopt(p->tx_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
 	}
-	req.tp_block_size = TX_SLOT;
+	req.tp_block_size = slot;
 	req.tp_block_nr = n;
-	req.tp_frame_size = TX_SLOT;
+	req.tp_frame_size = slot;
 	req.tp_frame_nr = n;
 	if (setsockopt(p->tx_fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof(req)) < 0)
 		return -errno;
 	p->tx_nslots = n;
-	p->tx_map_len = (size_t)n * TX_SLOT;
+	p->tx_slot_size = slot;
+	p->tx_map_len = (size_t)n * slot;
 	p->tx_map = mmap(NULL, p->tx_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->tx_fd, 0);
 	if (p->tx_map == MAP_FAILED) {
 		p->tx_map = NULL;
@@ -181,6 +201,9 @@ static int iface_info(struct iw_pktio *p, const char *ifname, int *ifindex)
 	if (ioctl(p->rx_fd, SIOCGIFMTU, &ifr) < 0)
 		return -errno;
 	p->mtu = (uint32_t)ifr.ifr_mtu;
+	struct ethtool_value ev = { .cmd = ETHTOOL_GTSO };
+	ifr.ifr_data = (void *)&ev;
+	p->tso = ioctl(p->rx_fd, SIOCETHTOOL, &ifr) == 0 && ev.data;
 	return 0;
 }
 
@@ -209,15 +232,6 @@ int iw_pktio_open(const struct iw_pktio_cfg *cfg, struct iw_pktio **out, const c
 		w = "impairment probabilities above 1000000 ppm";
 		goto fail;
 	}
-	if (cfg->reorder_ppm) {
-		p->rx_held.buf = malloc(HOLD_MAX);
-		p->tx_held.buf = malloc(HOLD_MAX);
-		if (!p->rx_held.buf || !p->tx_held.buf) {
-			rc = -ENOMEM;
-			w = "out of memory";
-			goto fail;
-		}
-	}
 	/* Protocol 0 until the filter is in place: nothing is queued before. */
 	p->rx_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (p->rx_fd < 0) {
@@ -243,9 +257,43 @@ int iw_pktio_open(const struct iw_pktio_cfg *cfg, struct iw_pktio **out, const c
 		w = "cannot attach the BPF filter";
 		goto fail;
 	}
+	if (cfg->offload) {
+		/* Both sockets or neither; a kernel without it runs without. */
+		int one = 1;
+		if (setsockopt(p->rx_fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) == 0 &&
+		    setsockopt(p->tx_fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) == 0) {
+			p->vnet = VNET_LEN;
+		} else {
+			int zero = 0;
+			(void)setsockopt(p->rx_fd, SOL_PACKET, PACKET_VNET_HDR, &zero, sizeof(zero));
+		}
+	}
+	p->hold_max = p->vnet ? GSO_FRAME_MAX : TX_SLOT;
+	if (cfg->reorder_ppm) {
+		p->rx_held.buf = malloc(p->hold_max);
+		p->tx_held.buf = malloc(p->hold_max);
+		if (!p->rx_held.buf || !p->tx_held.buf) {
+			rc = -ENOMEM;
+			w = "out of memory";
+			goto fail;
+		}
+	}
 	if ((rc = setup_rx(p, cfg)) < 0) {
 		w = "cannot set up the receive ring";
 		goto fail;
+	}
+	/* A GSO frame sent past the qdisc (PACKET_QDISC_BYPASS) to an
+	 * interface without TSO is dropped: the kernel's direct transmit
+	 * does not take the segment list its software GSO makes. setup_tx
+	 * keeps the qdisc path then (a veth's is noqueue: no queueing, only
+	 * the segmentation), and our own frames must not come back on the
+	 * receive socket through the transmit taps. A lost frame the kernel
+	 * cannot parse is skipped (PACKET_LOSS) rather than stopping the
+	 * ring at it. */
+	{
+		int one = 1;
+		(void)setsockopt(p->rx_fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+		(void)setsockopt(p->tx_fd, SOL_PACKET, PACKET_LOSS, &one, sizeof(one));
 	}
 	if ((rc = setup_tx(p, cfg)) < 0) {
 		w = "cannot set up the transmit ring";
@@ -295,6 +343,16 @@ void iw_pktio_mac(const struct iw_pktio *p, uint8_t mac[6])
 uint32_t iw_pktio_mtu(const struct iw_pktio *p)
 {
 	return p->mtu;
+}
+
+bool iw_pktio_offload(const struct iw_pktio *p)
+{
+	return p->vnet != 0;
+}
+
+uint32_t iw_pktio_rx_flags(const struct iw_pktio *p)
+{
+	return p->rx_flags;
 }
 
 static uint16_t be16(const uint8_t *b)
@@ -354,7 +412,7 @@ static enum impair impair_pick(struct iw_pktio *p, const uint8_t *f, uint32_t le
 	uint32_t r = rand_ppm(p);
 	if (r < p->drop_ppm)
 		return DROP;
-	if (r < p->drop_ppm + p->reorder_ppm && !h->on && len <= HOLD_MAX) {
+	if (r < p->drop_ppm + p->reorder_ppm && !h->on && len <= p->hold_max) {
 		memcpy(h->buf, f, len);
 		h->len = len;
 		h->age = 0;
@@ -367,7 +425,29 @@ static enum impair impair_pick(struct iw_pktio *p, const uint8_t *f, uint32_t le
 static void rx_release(struct iw_pktio *p, iw_pktio_rx_fn cb, void *arg)
 {
 	p->rx_held.on = false;
+	p->rx_flags = p->rx_held.vh.flags; /* kept at hold time */
 	cb(arg, p->rx_held.buf, p->rx_held.len);
+}
+
+/* What the kernel says about a frame's checksum: the ring status bits
+ * (TP_STATUS_CSUM_VALID: verified; TP_STATUS_CSUMNOTREADY: a local
+ * sender left it partial) and, with the offload, the virtio_net_hdr
+ * before the frame (DATA_VALID, NEEDS_CSUM; gso_type for a packet that
+ * spans several wire segments). */
+static uint32_t rx_flags(const struct iw_pktio *p, const uint8_t *frame, uint32_t status)
+{
+	uint32_t f = 0;
+	if (status & (TP_STATUS_CSUM_VALID | TP_STATUS_CSUMNOTREADY))
+		f |= IW_PKTIO_RX_CSUM_OK;
+	if (p->vnet) {
+		struct virtio_net_hdr vh;
+		memcpy(&vh, frame - VNET_LEN, sizeof(vh));
+		if (vh.flags & (VIRTIO_NET_HDR_F_DATA_VALID | VIRTIO_NET_HDR_F_NEEDS_CSUM))
+			f |= IW_PKTIO_RX_CSUM_OK;
+		if (vh.gso_type != VIRTIO_NET_HDR_GSO_NONE)
+			f |= IW_PKTIO_RX_GSO;
+	}
+	return f;
 }
 
 static void deliver(struct iw_pktio *p, uint8_t *frame, uint32_t snaplen, uint32_t len, uint32_t status,
@@ -377,8 +457,15 @@ static void deliver(struct iw_pktio *p, uint8_t *frame, uint32_t snaplen, uint32
 		p->st.rx_truncated++;
 		return;
 	}
-	if ((status & TP_STATUS_CSUMNOTREADY) && complete_csum(frame, len))
+	uint32_t flags = rx_flags(p, frame, status);
+	/* Without the offload a partial checksum is completed in place, as
+	 * before (the receiver then skips its own pass); with it, the
+	 * receiver trusts the flag and no pass runs at all. */
+	if (!p->vnet && (status & TP_STATUS_CSUMNOTREADY) && complete_csum(frame, len))
 		p->st.rx_csum_completed++;
+	p->st.rx_csum_ok += (flags & IW_PKTIO_RX_CSUM_OK) != 0;
+	p->st.rx_gso += (flags & IW_PKTIO_RX_GSO) != 0;
+	p->rx_flags = flags;
 	p->st.rx_frames++;
 	p->st.rx_bytes += len;
 	bool was_held = p->rx_held.on;
@@ -387,6 +474,7 @@ static void deliver(struct iw_pktio *p, uint8_t *frame, uint32_t snaplen, uint32
 		p->st.rx_impair_drops++;
 		return;
 	case HOLD:
+		p->rx_held.vh.flags = (uint8_t)flags;
 		p->st.rx_impair_reorders++;
 		return;
 	case PASS:
@@ -406,7 +494,7 @@ static int recv_v2(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
 		if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
 			break;
 		/* The kernel's offsets are trusted no further than the slot. */
-		if (h->tp_mac <= p->rx_slot_size && h->tp_snaplen <= p->rx_slot_size - h->tp_mac)
+		if (h->tp_mac >= p->vnet && h->tp_mac <= p->rx_slot_size && h->tp_snaplen <= p->rx_slot_size - h->tp_mac)
 			deliver(p, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, h->tp_status, cb, arg);
 		__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
 		p->rx_next = (p->rx_next + 1) % p->rx_nslots;
@@ -431,7 +519,7 @@ static int recv_v3(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
 			struct tpacket3_hdr *h = (struct tpacket3_hdr *)(base + off);
 			if (off + sizeof(*h) > p->rx_slot_size)
 				break;
-			if (h->tp_mac <= p->rx_slot_size - off &&
+			if (h->tp_mac >= p->vnet && h->tp_mac <= p->rx_slot_size - off &&
 			    h->tp_snaplen <= p->rx_slot_size - off - h->tp_mac) {
 				deliver(p, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, h->tp_status, cb,
 					arg);
@@ -473,26 +561,50 @@ int iw_pktio_recv(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg)
 	return n;
 }
 
-static int ring_put(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
+/* The room for a frame in a transmit slot, after the ring header and
+ * the virtio_net_hdr. */
+static uint32_t tx_room(const struct iw_pktio *p)
+{
+	return p->tx_slot_size - (uint32_t)(TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)) - p->vnet;
+}
+
+static uint32_t frame_max(const struct iw_pktio *p, const struct virtio_net_hdr *vh)
+{
+	uint32_t m = vh && vh->gso_type != VIRTIO_NET_HDR_GSO_NONE ? GSO_FRAME_MAX : p->mtu + ETH_HDR;
+	return m < tx_room(p) ? m : tx_room(p);
+}
+
+static int ring_put(struct iw_pktio *p, const uint8_t *frame, uint32_t len, const struct virtio_net_hdr *vh)
 {
 	const uint32_t data_off = TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
 
-	if (len > p->mtu + ETH_HDR || len > TX_SLOT - data_off)
+	if (len > frame_max(p, vh))
 		return -EMSGSIZE;
-	struct tpacket2_hdr *h = (struct tpacket2_hdr *)(p->tx_map + (size_t)p->tx_next * TX_SLOT);
+	uint8_t *slot = p->tx_map + (size_t)p->tx_next * p->tx_slot_size;
+	struct tpacket2_hdr *h = (struct tpacket2_hdr *)slot;
 	uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
 	if (status != TP_STATUS_AVAILABLE && !(status & TP_STATUS_WRONG_FORMAT)) {
 		p->st.tx_ring_full++;
 		return -ENOBUFS;
 	}
-	if (frame != (uint8_t *)h + data_off) /* not built in place */
-		memcpy((uint8_t *)h + data_off, frame, len);
-	h->tp_len = len;
+	uint8_t *data = slot + data_off;
+	if (p->vnet) {
+		struct virtio_net_hdr none = { 0 };
+		memcpy(data, vh ? vh : &none, VNET_LEN);
+		data += VNET_LEN;
+	}
+	if (frame != data) /* not built in place */
+		memcpy(data, frame, len);
+	h->tp_len = len + p->vnet;
 	__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
 	p->tx_next = (p->tx_next + 1) % p->tx_nslots;
 	p->tx_queued++;
 	p->st.tx_frames++;
 	p->st.tx_bytes += len;
+	if (vh && vh->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+		p->st.tx_gso++;
+		p->st.tx_gso_bytes += len;
+	}
 	return 0;
 }
 
@@ -503,28 +615,27 @@ uint8_t *iw_pktio_tx_slot(struct iw_pktio *p, uint32_t *cap)
 	 * frame built in it is sent: no in-place building while it is on. */
 	if (!p || p->reorder_ppm)
 		return NULL;
-	struct tpacket2_hdr *h = (struct tpacket2_hdr *)(p->tx_map + (size_t)p->tx_next * TX_SLOT);
+	uint8_t *slot = p->tx_map + (size_t)p->tx_next * p->tx_slot_size;
+	struct tpacket2_hdr *h = (struct tpacket2_hdr *)slot;
 	uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
 	if (status != TP_STATUS_AVAILABLE && !(status & TP_STATUS_WRONG_FORMAT))
 		return NULL;
 	if (cap)
-		*cap = TX_SLOT - data_off;
-	return (uint8_t *)h + data_off;
+		*cap = tx_room(p);
+	return slot + data_off + p->vnet;
 }
 
 /* The held frame goes after a newer one; if the ring is full it stays
  * held (a later send or flush retries). */
 static void tx_release(struct iw_pktio *p)
 {
-	if (ring_put(p, p->tx_held.buf, p->tx_held.len) != -ENOBUFS)
+	if (ring_put(p, p->tx_held.buf, p->tx_held.len, &p->tx_held.vh) != -ENOBUFS)
 		p->tx_held.on = false;
 }
 
-int iw_pktio_send(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
+static int send_vh(struct iw_pktio *p, const uint8_t *frame, uint32_t len, const struct virtio_net_hdr *vh)
 {
-	if (!p || !frame || len < ETH_HDR)
-		return -EINVAL;
-	if (len > p->mtu + ETH_HDR || len > TX_SLOT - (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)))
+	if (len > frame_max(p, vh))
 		return -EMSGSIZE;
 	bool was_held = p->tx_held.on;
 	switch (impair_pick(p, frame, len, &p->tx_held)) {
@@ -532,15 +643,49 @@ int iw_pktio_send(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
 		p->st.tx_impair_drops++;
 		return 0; /* lost on the wire, as far as the sender knows */
 	case HOLD:
+		if (vh)
+			p->tx_held.vh = *vh;
+		else
+			memset(&p->tx_held.vh, 0, sizeof(p->tx_held.vh));
 		p->st.tx_impair_reorders++;
 		return 0;
 	case PASS:
 		break;
 	}
-	int rc = ring_put(p, frame, len);
+	int rc = ring_put(p, frame, len, vh);
 	if (rc == 0 && was_held && p->tx_held.on)
 		tx_release(p);
 	return rc;
+}
+
+int iw_pktio_send(struct iw_pktio *p, const uint8_t *frame, uint32_t len)
+{
+	if (!p || !frame || len < ETH_HDR)
+		return -EINVAL;
+	return send_vh(p, frame, len, NULL);
+}
+
+int iw_pktio_send_tcp(struct iw_pktio *p, const uint8_t *frame, uint32_t len, uint32_t gso_size)
+{
+	if (!p || !frame || !p->vnet || !is_ipv4(frame, len) || frame[ETH_HDR + 9] != IPPROTO_TCP ||
+	    gso_size > 0xFFFF)
+		return -EINVAL;
+	uint32_t ihl = (uint32_t)(frame[ETH_HDR] & 0xf) * 4;
+	if (ihl < 20 || len < ETH_HDR + ihl + 20)
+		return -EINVAL;
+	uint32_t thl = (uint32_t)(frame[ETH_HDR + ihl + 12] >> 4) * 4;
+	if (thl < 20 || len < ETH_HDR + ihl + thl)
+		return -EINVAL;
+	/* The kernel checks these against the headers it parses. */
+	struct virtio_net_hdr vh = {
+		.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
+		.gso_type = gso_size ? VIRTIO_NET_HDR_GSO_TCPV4 : VIRTIO_NET_HDR_GSO_NONE,
+		.hdr_len = (uint16_t)(ETH_HDR + ihl + thl),
+		.gso_size = (uint16_t)gso_size,
+		.csum_start = (uint16_t)(ETH_HDR + ihl),
+		.csum_offset = 16, /* offsetof(struct tcphdr, check) */
+	};
+	return send_vh(p, frame, len, &vh);
 }
 
 int iw_pktio_flush(struct iw_pktio *p)

@@ -15,6 +15,14 @@
  * checksum offload: TP_STATUS_CSUMNOTREADY) get their TCP/UDP checksum
  * completed in the ring before delivery, so the receiver can verify it.
  *
+ * Offload (iw_pktio_cfg.offload): PACKET_VNET_HDR on both rings, so each
+ * frame carries a virtio_net_hdr. Transmit: TCP frames may leave with a
+ * partial checksum and as GSO super-segments (up to 64 KiB) that the
+ * kernel cuts into wire segments, or passes whole to a veth peer.
+ * Receive: slots hold 64 KiB GSO/GRO packets whole, and a frame whose
+ * checksum the kernel verified (DATA_VALID) or a local sender left
+ * partial (NEEDS_CSUM) is flagged IW_PKTIO_RX_CSUM_OK.
+ *
  * Needs CAP_NET_RAW: without it iw_pktio_open fails with -EPERM and the
  * error text says so. Not thread-safe: one owner (the progress loop). */
 #ifndef IW_PKTIO_H
@@ -44,6 +52,11 @@ struct iw_pktio_cfg {
 	 * impair_seed. ARP is never impaired. All 0: off. */
 	uint32_t drop_ppm, reorder_ppm;
 	uint64_t impair_seed;
+	/* Offloads (see above). Sizes with it: transmit slots of 68 KiB,
+	 * 128 of them by default; receive ring 16 MiB by default (V2: 68 KiB
+	 * slots). Falls back to no offload where the kernel refuses it
+	 * (iw_pktio_offload says which). */
+	bool offload;
 };
 
 struct iw_pktio_stats {
@@ -55,6 +68,9 @@ struct iw_pktio_stats {
 	uint64_t tx_flushes;
 	uint64_t rx_csum_completed; /* checksum left to offload by a local sender, filled in */
 	uint64_t rx_impair_drops, rx_impair_reorders, tx_impair_drops, tx_impair_reorders;
+	uint64_t rx_csum_ok;   /* frames flagged IW_PKTIO_RX_CSUM_OK */
+	uint64_t rx_gso;       /* GSO/GRO packets received whole */
+	uint64_t tx_gso, tx_gso_bytes; /* super-segments sent */
 };
 
 struct iw_pktio;
@@ -71,10 +87,18 @@ void iw_pktio_mac(const struct iw_pktio *p, uint8_t mac[6]);
 /* The interface's MTU (IP packet size). */
 uint32_t iw_pktio_mtu(const struct iw_pktio *p);
 
+/* Is the offload on (asked for and granted by the kernel)? */
+bool iw_pktio_offload(const struct iw_pktio *p);
+
 /* Hand up to max received frames to cb (each valid during the call only).
  * Returns how many were delivered (0: nothing waiting). */
 typedef void (*iw_pktio_rx_fn)(void *arg, const uint8_t *frame, uint32_t len);
 int iw_pktio_recv(struct iw_pktio *p, int max, iw_pktio_rx_fn cb, void *arg);
+
+/* About the frame being delivered (call from inside cb only). */
+#define IW_PKTIO_RX_CSUM_OK 1u /* TCP/UDP checksum verified by the kernel, or left partial by a local sender */
+#define IW_PKTIO_RX_GSO 2u     /* a GSO/GRO packet: more than one wire segment */
+uint32_t iw_pktio_rx_flags(const struct iw_pktio *p);
 
 /* Does a received frame wait in the ring? Reads ring memory only (no
  * syscall), for busy polling; iw_pktio_recv delivers it. */
@@ -84,6 +108,13 @@ bool iw_pktio_rx_ready(const struct iw_pktio *p);
  * 0, -EMSGSIZE (larger than MTU + Ethernet header or a slot), or -ENOBUFS
  * (ring full: flush, wait for POLLOUT on the fd, retry). */
 int iw_pktio_send(struct iw_pktio *p, const uint8_t *frame, uint32_t len);
+/* With the offload on: an IPv4/TCP frame whose TCP checksum holds only
+ * the pseudo-header sum (iwn_tcp_set_csum_partial) for the kernel to
+ * complete; gso_size not 0 makes it a super-segment of up to 64 KiB cut
+ * into wire segments of gso_size payload bytes. Errors as
+ * iw_pktio_send; -EINVAL without the offload or for a frame that is not
+ * IPv4/TCP. */
+int iw_pktio_send_tcp(struct iw_pktio *p, const uint8_t *frame, uint32_t len, uint32_t gso_size);
 /* The data area of the next free transmit slot (at least *cap bytes are
  * writable there), or NULL when the ring is full or the reorder shim is
  * on. A frame built there and passed to iw_pktio_send is not copied.

@@ -96,10 +96,11 @@ static void rt_close(struct iw_stream *st, int err, bool abortive)
 		fprintf(stderr,
 			"iwarp raw conn: segs in %" PRIu64 " out %" PRIu64 ", bytes in %" PRIu64 " out %" PRIu64
 			", rto %" PRIu64 ", fast rexmit %" PRIu64 ", rexmit segs %" PRIu64 ", dupacks %" PRIu64
-			", ooo segs %" PRIu64 ", probes %" PRIu64 "; fpdus tx %" PRIu64 " deferred %" PRIu64 "\n",
+			", ooo segs %" PRIu64 ", probes %" PRIu64 ", gso sends %" PRIu64 " (%" PRIu64
+			" wire segs); fpdus tx %" PRIu64 " deferred %" PRIu64 "\n",
 			s->segs_in, s->segs_out, s->bytes_in, s->bytes_out, s->rto_expired, s->fast_retransmits,
-			s->retransmitted_segs, s->dupacks, s->ooo_segs, s->window_probes, t->st.fpdus_tx,
-			t->st.records_deferred);
+			s->retransmitted_segs, s->dupacks, s->ooo_segs, s->window_probes, s->gso_sends, s->gso_wire_segs,
+			t->st.fpdus_tx, t->st.records_deferred);
 	}
 	if (t->c) {
 		t->c->ooo = NULL;

@@ -2,6 +2,8 @@
  * context's progress loop. See rawdev.h. */
 #include "rawdev.h"
 
+#include "net/gso.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,6 +31,22 @@ static void dev_tx(void *arg, const uint8_t *frame, uint32_t len)
 		 * and TCP resends it. */
 		(void)iw_pktio_flush(d->pio);
 		rc = iw_pktio_send(d->pio, frame, len);
+	}
+	if (rc)
+		d->st.tx_dropped++;
+}
+
+/* A TCP frame with its checksum left to the kernel, maybe a GSO
+ * super-segment. */
+static void dev_tx_off(void *arg, const uint8_t *frame, uint32_t len, uint32_t gso_size)
+{
+	struct iw_rawdev *d = arg;
+	if (d->ctx && d->ctx->trace)
+		iw_trace_frame(d->ctx, frame, len);
+	int rc = iw_pktio_send_tcp(d->pio, frame, len, gso_size);
+	if (rc == -ENOBUFS) {
+		(void)iw_pktio_flush(d->pio);
+		rc = iw_pktio_send_tcp(d->pio, frame, len, gso_size);
 	}
 	if (rc)
 		d->st.tx_dropped++;
@@ -72,7 +90,18 @@ int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, cons
 		d->peek.spin_us = (uint32_t)v;
 	}
 
+	bool offload = !cfg->no_offload;
+	const char *off_env = getenv("IWARP_RAW_OFFLOAD");
+	if (off_env && *off_env) {
+		if (strcmp(off_env, "0") && strcmp(off_env, "1")) {
+			free(d);
+			w = "IWARP_RAW_OFFLOAD: 0 (off) or 1 (on)";
+			goto fail_early;
+		}
+		offload = off_env[0] == '1';
+	}
 	struct iw_pktio_cfg pc = {
+		.offload = offload,
 		.ifname = cfg->ifname,
 		.ipv4 = cfg->ip,
 		.rx_ring = cfg->rx_ring,
@@ -102,7 +131,9 @@ int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, cons
 	/* 1 MiB in flight: at 9000-byte frames, 256 KiB made 3x more flushes
 	 * (send syscalls) and ACKs per MiB, and deferred FPDUs. */
 	nc.tcp.sndbuf = cfg->sndbuf ? cfg->sndbuf : 1u << 20;
-	nc.tcp.rcvbuf = cfg->rcvbuf ? cfg->rcvbuf : 256u << 10;
+	/* A 1 MiB window too: with 256 KiB a kernel sender (whose own
+	 * windows grow to megabytes) waited on ours for READ responses. */
+	nc.tcp.rcvbuf = cfg->rcvbuf ? cfg->rcvbuf : 1u << 20;
 	/* One record per FPDU: enough marks to fill the send buffer with
 	 * MTU-1500 FPDUs (the default 256 capped it near 370 KB). */
 	if (nc.tcp.max_records < nc.tcp.sndbuf / 1024)
@@ -115,6 +146,11 @@ int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, cons
 	nc.tx = dev_tx;
 	nc.tx_arg = d;
 	nc.tx_slot = dev_slot;
+	nc.batch_output = getenv("IWARP_RAW_NOBATCH") == NULL;
+	if (iw_pktio_offload(d->pio)) {
+		nc.tx_off = dev_tx_off;
+		nc.gso_max = IWN_GSO_MAX_PAYLOAD;
+	}
 	rc = iwn_net_init(&d->net, &nc);
 	if (rc) {
 		w = "cannot set up the TCP/IP host";
@@ -136,6 +172,8 @@ void iw_rawdev_close(struct iw_rawdev *d)
 	if (!d)
 		return;
 	iw_rawdev_detach(d);
+	/* Batched output still due (the last data or ACK) leaves first. */
+	iwn_net_output_pending(&d->net, iw_rawdev_now_us());
 	iwn_net_fini(&d->net);
 	(void)iw_pktio_flush(d->pio);
 	if (getenv("IWARP_RAW_STATS")) {
@@ -146,10 +184,12 @@ void iw_rawdev_close(struct iw_rawdev *d)
 			"iwarp raw dev: polls %" PRIu64 ", flushes %" PRIu64 ", frames in %" PRIu64 ", timer runs %" PRIu64
 			", timer rearms %" PRIu64 ", spin hits %" PRIu64 ", tx dropped %" PRIu64
 			"; pktio rx %" PRIu64 " frames, kernel drops %" PRIu64 ", truncated %" PRIu64
-			", tx %" PRIu64 " frames in %" PRIu64 " flushes, ring full %" PRIu64 "\n",
+			", tx %" PRIu64 " frames in %" PRIu64 " flushes, ring full %" PRIu64 "; offload %d: rx csum ok %" PRIu64
+			", rx gso %" PRIu64 ", tx gso %" PRIu64 " (%" PRIu64 " bytes)\n",
 			d->st.polls, d->st.flushes, d->st.frames_in, d->st.timer_runs, d->st.timer_rearms, d->st.spin_hits,
 			d->st.tx_dropped, ps.rx_frames, ps.rx_kernel_drops, ps.rx_truncated, ps.tx_frames,
-			ps.tx_flushes, ps.tx_ring_full);
+			ps.tx_flushes, ps.tx_ring_full, (int)iw_pktio_offload(d->pio), ps.rx_csum_ok, ps.rx_gso, ps.tx_gso,
+			ps.tx_gso_bytes);
 		/* What the host did with unsolicited traffic (floods). */
 		const struct iwn_net_stats *ns = &d->net.stats;
 		fprintf(stderr,
@@ -191,7 +231,8 @@ static void dev_rx(void *arg, const uint8_t *frame, uint32_t len)
 	struct rx_arg *a = arg;
 	if (a->d->ctx && a->d->ctx->trace)
 		iw_trace_frame(a->d->ctx, frame, len);
-	iwn_net_input(&a->d->net, frame, len, a->now);
+	uint32_t f = iw_pktio_rx_flags(a->d->pio);
+	iwn_net_input_flags(&a->d->net, frame, len, a->now, (f & IW_PKTIO_RX_CSUM_OK) ? IWN_NET_RX_CSUM_OK : 0);
 }
 
 int iw_rawdev_poll(struct iw_rawdev *d)
@@ -205,6 +246,8 @@ int iw_rawdev_poll(struct iw_rawdev *d)
 			break;
 		total += n;
 		/* ACKs go out between batches, not after the whole backlog. */
+		if (n == RX_BATCH)
+			iwn_net_output_pending(&d->net, a.now);
 		(void)iw_pktio_flush(d->pio);
 	}
 	d->st.frames_in += (uint64_t)total;
@@ -213,7 +256,13 @@ int iw_rawdev_poll(struct iw_rawdev *d)
 		d->st.timer_runs++;
 		iwn_net_timers(&d->net, now);
 	}
-	iw_rawdev_flush(d);
+	/* In a context the users run next (tell_users), and the batched
+	 * output (ACKs, window, new data) goes after their reads. */
+	if (d->ctx) {
+		(void)iw_pktio_flush(d->pio); /* tell_users' flush re-arms the timer */
+	} else {
+		iw_rawdev_flush(d);
+	}
 	return total;
 }
 
@@ -255,6 +304,7 @@ static void rearm(struct iw_rawdev *d)
 void iw_rawdev_flush(struct iw_rawdev *d)
 {
 	d->st.flushes++;
+	iwn_net_output_pending(&d->net, iw_rawdev_now_us());
 	(void)iw_pktio_flush(d->pio);
 	rearm(d);
 }

@@ -31,7 +31,7 @@ struct iw_rawdev_cfg {
 	uint8_t prefix;   /* on-link network (1..32); 0: 24 */
 	uint32_t mtu;     /* 0 or larger than the interface's: the interface's */
 	enum iw_pktio_rx_ring rx_ring;
-	uint32_t sndbuf, rcvbuf; /* per TCP connection; 0: 1 MiB / 256 KiB */
+	uint32_t sndbuf, rcvbuf; /* per TCP connection; 0: 1 MiB each */
 	uint32_t max_conns;      /* 0: 64 */
 	/* In a context, a progress call that would block first spins on the
 	 * receive ring this long (us): a reply that arrives within it is
@@ -42,6 +42,11 @@ struct iw_rawdev_cfg {
 	/* Seeded impairment in pktio (ppm, see pktio.h); 0: none. */
 	uint32_t drop_ppm, reorder_ppm;
 	uint64_t impair_seed;
+	/* Transmit/receive offloads (pktio's PACKET_VNET_HDR: checksum
+	 * offload, GSO super-segments of whole FPDUs, 64 KiB GSO/GRO packets
+	 * received whole). On unless this is set, or the environment
+	 * variable IWARP_RAW_OFFLOAD is 0. */
+	bool no_offload;
 };
 
 /* Told after every pass of the device in a context (frames received or
