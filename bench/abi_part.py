@@ -22,6 +22,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from bench_stats import median as _median  # noqa: E402
 
 KIB, MIB = 1024, 1024 * 1024
 BUILD_TARGETS = ("iwabi_ibverbs", "iwabi_rdmacm")
@@ -264,14 +265,6 @@ def run(a, bindir, results, failures):
             _log(f"[{done}/{total}] {tool} {test} {size}: {v}, {s['cores']:.2f} cores")
             samples.append(s)
     results["abi"] = {"samples": samples}
-
-
-def _median(v):
-    v = sorted(x for x in v if x is not None)
-    if not v:
-        return None
-    m = len(v) // 2
-    return v[m] if len(v) % 2 else (v[m - 1] + v[m]) / 2
 
 
 def summary(results):

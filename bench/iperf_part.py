@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from bench_stats import median as _median  # noqa: E402
 
 KIB, MIB = 1024, 1024 * 1024
 BUSY_POLL_US = 50
@@ -39,14 +40,6 @@ INSN_BUDGET = 1000
 
 def _log(msg):
     print(f"bench: iperf: {msg}", flush=True, file=sys.stderr)
-
-
-def _median(v):
-    v = sorted(x for x in v if x is not None)
-    if not v:
-        return None
-    m = len(v) // 2
-    return v[m] if len(v) % 2 else (v[m - 1] + v[m]) / 2
 
 
 def _free_port():

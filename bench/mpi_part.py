@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from bench_stats import median as _median  # noqa: E402
 
 KIB, MIB = 1024, 1024 * 1024
 LAT_SIZE, BW_SIZE = 8, MIB
@@ -32,14 +33,6 @@ TOOLS = ("ofi", "tcp")
 
 def _log(msg):
     print(f"bench: mpi: {msg}", flush=True, file=sys.stderr)
-
-
-def _median(v):
-    v = sorted(x for x in v if x is not None)
-    if not v:
-        return None
-    m = len(v) // 2
-    return v[m] if len(v) % 2 else (v[m - 1] + v[m]) / 2
 
 
 def _build(out):

@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import time
+from bench_stats import median as _median  # noqa: E402
 
 KIB, MIB = 1024, 1024 * 1024
 MTUS = (1500, 9000)
@@ -48,14 +49,6 @@ IP = {"kernel_c": "10.77.0.1", "kernel_s": "10.77.0.2", "raw_c": "10.77.0.3", "r
 
 def _log(msg):
     print(f"bench: raw: {msg}", flush=True, file=sys.stderr)
-
-
-def _median(v):
-    v = sorted(x for x in v if x is not None)
-    if not v:
-        return None
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
 def _sh(*args, check=True):

@@ -243,6 +243,24 @@ static void body_keep(uint8_t *dst, uint32_t mo, const uint8_t *body, size_t bod
 	memcpy(dst + mo, body, body_len);
 }
 
+/* A Read or Atomic Request beyond the IRD is a violation; it is still
+ * tracked while the table has room, so that its response matches. False
+ * when there is no room. */
+static bool ird_admits(struct iw_rdmap_check *c, int dir, struct iw_rdmap_check_ev *ev)
+{
+	struct iw_rdmap_check_dir *d = &c->d[dir];
+
+	if ((c->cfg.reads_known[dir] && d->rd_count >= c->cfg.max_reads[dir]) ||
+	    d->rd_count >= IW_RDMAP_CHECK_MAX_READS) {
+		uint64_t lim = c->cfg.reads_known[dir] ? c->cfg.max_reads[dir] : IW_RDMAP_CHECK_MAX_READS;
+
+		violate(ev, IW_CHK_IRD, d->rd_count, lim < IW_RDMAP_CHECK_MAX_READS ? lim : IW_RDMAP_CHECK_MAX_READS);
+		if (d->rd_count >= IW_RDMAP_CHECK_MAX_READS)
+			return false;
+	}
+	return true;
+}
+
 static void on_read_request(struct iw_rdmap_check *c, int dir, const struct iw_ddp_hdr *h, uint64_t total,
 			    struct iw_rdmap_check_ev *ev)
 {
@@ -262,15 +280,8 @@ static void on_read_request(struct iw_rdmap_check *c, int dir, const struct iw_d
 	 * this request's response will never be seen. */
 	if (c->d[!dir].lost)
 		return;
-	if ((c->cfg.reads_known[dir] && d->rd_count >= c->cfg.max_reads[dir]) ||
-	    d->rd_count >= IW_RDMAP_CHECK_MAX_READS) {
-		uint64_t lim = c->cfg.reads_known[dir] ? c->cfg.max_reads[dir] : IW_RDMAP_CHECK_MAX_READS;
-
-		violate(ev, IW_CHK_IRD, d->rd_count, lim < IW_RDMAP_CHECK_MAX_READS ? lim : IW_RDMAP_CHECK_MAX_READS);
-		/* Keep tracking it when there is room, so its response matches. */
-		if (d->rd_count >= IW_RDMAP_CHECK_MAX_READS)
-			return;
-	}
+	if (!ird_admits(c, dir, ev))
+		return;
 	d->reads[(d->rd_head + d->rd_count) % IW_RDMAP_CHECK_MAX_READS] = rr;
 	d->is_atomic[(d->rd_head + d->rd_count) % IW_RDMAP_CHECK_MAX_READS] = false;
 	if (d->rd_count == 0) {
@@ -310,13 +321,8 @@ static void on_atomic_request(struct iw_rdmap_check *c, int dir, struct iw_rdmap
 	}
 	if (c->d[!dir].lost)
 		return;
-	if ((c->cfg.reads_known[dir] && d->rd_count >= c->cfg.max_reads[dir]) ||
-	    d->rd_count >= IW_RDMAP_CHECK_MAX_READS) {
-		uint64_t lim = c->cfg.reads_known[dir] ? c->cfg.max_reads[dir] : IW_RDMAP_CHECK_MAX_READS;
-		violate(ev, IW_CHK_IRD, d->rd_count, lim < IW_RDMAP_CHECK_MAX_READS ? lim : IW_RDMAP_CHECK_MAX_READS);
-		if (d->rd_count >= IW_RDMAP_CHECK_MAX_READS)
-			return;
-	}
+	if (!ird_admits(c, dir, ev))
+		return;
 	uint32_t i = (d->rd_head + d->rd_count) % IW_RDMAP_CHECK_MAX_READS;
 	d->is_atomic[i] = true;
 	d->atomics[i] = ar;
