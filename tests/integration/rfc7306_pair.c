@@ -223,39 +223,52 @@ static int make_qp(struct ep *e)
 	return rc ? -1 : 0;
 }
 
-/* Disconnect (or wait for the peer's), drain, free everything. */
-static void teardown(struct ep *e, bool initiate)
+static void td_check(int rc, const char *what, bool strict)
 {
+	if (rc && strict)
+		fail("teardown: %s: %s", what, strerror(-rc));
+}
+
+/* Disconnect (or wait for the peer's), drain, free everything; strict
+ * (after a clean run): every step must succeed. Returns 0 or -1. */
+static int teardown(struct ep *e, bool initiate, bool strict)
+{
+	int before = fails;
 	if (e->id && e->qp && iw_qp_state(e->qp) == IW_QPS_RTS) {
 		struct iw_cm_event *ev;
 		if (initiate)
-			iw_cm_disconnect(e->id);
-		if (wait_cm(e, IW_CM_EVENT_DISCONNECTED, &ev) == 0)
+			td_check(iw_cm_disconnect(e->id), "iw_cm_disconnect", strict);
+		if (wait_cm(e, IW_CM_EVENT_DISCONNECTED, &ev) == 0) {
+			td_check(ev->status, "DISCONNECTED status", strict);
 			iw_cm_ack_event(ev);
+		} else {
+			td_check(-ETIMEDOUT, "no DISCONNECTED", strict);
+		}
 	}
 	struct iw_wc wc;
 	while (e->cq && iw_poll_cq(e->cq, 1, &wc) > 0)
 		;
 	if (e->qp)
-		iw_destroy_qp(e->qp);
+		td_check(iw_destroy_qp(e->qp), "iw_destroy_qp", strict);
 	if (e->id)
-		iw_cm_destroy_id(e->id);
+		td_check(iw_cm_destroy_id(e->id), "iw_cm_destroy_id", strict);
 	if (e->listen_id)
-		iw_cm_destroy_id(e->listen_id);
+		td_check(iw_cm_destroy_id(e->listen_id), "iw_cm_destroy_id(listener)", strict);
 	if (e->mr)
-		iw_dereg_mr(e->mr);
+		td_check(iw_dereg_mr(e->mr), "iw_dereg_mr", strict);
 	if (e->rmr)
-		iw_dereg_mr(e->rmr);
+		td_check(iw_dereg_mr(e->rmr), "iw_dereg_mr", strict);
 	if (e->ch)
-		iw_cm_destroy_channel(e->ch);
+		td_check(iw_cm_destroy_channel(e->ch), "iw_cm_destroy_channel", strict);
 	if (e->cq)
-		iw_destroy_cq(e->cq);
+		td_check(iw_destroy_cq(e->cq), "iw_destroy_cq", strict);
 	if (e->pd)
-		iw_dealloc_pd(e->pd);
+		td_check(iw_dealloc_pd(e->pd), "iw_dealloc_pd", strict);
 	if (e->ctx)
-		iw_context_destroy(e->ctx);
+		td_check(iw_context_destroy(e->ctx), "iw_context_destroy", strict);
 	free(e->buf);
 	free(e->rbuf);
+	return fails > before ? -1 : 0;
 }
 
 /* Private data. Connect: magic, n_faa, n_cas, n_imm, seed(8).
@@ -395,7 +408,8 @@ static int run_server(const struct iw_context_attr *ca, const struct sockaddr *s
 		"(%zu bytes): %s\n", n_faa, n_cas, n_imm, off - DATA_OFF, fails ? "MISMATCHES" : "all verified");
 	ret = fails ? 1 : 0;
 out:
-	teardown(&e, false);
+	if (teardown(&e, false, ret == 0))
+		ret = 1;
 	return ret;
 }
 
@@ -589,7 +603,8 @@ static int run_client(const struct iw_context_attr *ca, const struct sockaddr *s
 		"with Immediate: %s\n", n_faa, n_cas, (n_cas + 1) / 2, n_imm, fails ? "MISMATCHES" : "all verified");
 	ret = fails ? 1 : 0;
 out:
-	teardown(&e, true);
+	if (teardown(&e, true, ret == 0))
+		ret = 1;
 	return ret;
 }
 
