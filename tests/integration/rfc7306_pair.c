@@ -12,7 +12,8 @@
  * Client: fetch-and-adds with varied addends (each returned old value must
  * be the running sum), compare-and-swaps that match and that do not (each
  * returned value checked), Writes with Immediate of varied lengths, data
- * and immediate values at consecutive offsets; then a SEND with the final
+ * and immediate values at consecutive offsets (every third with Solicited
+ * Event), all three kinds interleaved with up to 8 WRs outstanding; then a SEND with the final
  * values it expects. Server: checks every Immediate completion (imm_data,
  * byte_len, flags, payload bytes in its region), then the final counters,
  * and answers with a verdict SEND. Exit 0 on success, 1 on any mismatch. */
@@ -71,6 +72,10 @@ static uint32_t imm_len(uint32_t i)
 static uint64_t imm_value(uint32_t i, uint64_t seed)
 {
 	return i == 1 ? 0 : i == 2 ? UINT64_MAX : mix64(seed ^ ((uint64_t)i << 20));
+}
+static bool imm_solicited(uint32_t i)
+{
+	return i % 3 == 1;
 }
 static uint8_t imm_byte(uint32_t i, uint32_t k, uint64_t seed)
 {
@@ -359,6 +364,9 @@ static int run_server(const struct iw_context_attr *ca, const struct sockaddr *s
 		if (wc.opcode != IW_WC_RECV_RDMA_WITH_IMM || !(wc.flags & IW_WC_WITH_IMM))
 			fail("server: immediate %u: opcode %s flags %#x, want RECV_RDMA_WITH_IMM with WITH_IMM", i,
 			     tc_wc_opcode_str(wc.opcode), wc.flags);
+		if (!!(wc.flags & IW_WC_SOLICITED) != imm_solicited(i))
+			fail("server: immediate %u: flags %#x, want SOLICITED %s", i, wc.flags,
+			     imm_solicited(i) ? "set" : "clear");
 		if (wc.imm_data != imm)
 			fail("server: immediate %u: imm_data %#" PRIx64 ", want %#" PRIx64, i, wc.imm_data, imm);
 		if (wc.byte_len != len)
@@ -423,9 +431,10 @@ static int run_client(const struct iw_context_attr *ca, const struct sockaddr *s
 	struct iw_cm_event *ev;
 	int ret = 1, rc;
 	e.deadline_ns = tc_now_ns() + 50ULL * 1000000000ULL;
-	/* Results: 8 bytes per WR slot; then the Immediate payload source. */
+	/* Results: 8 bytes per WR slot; then each slot's Immediate payload
+	 * source (so Writes with Immediate pipeline with everything else). */
 	size_t res_len = 8 * WINDOW;
-	if (setup(&e, ca, res_len + MAX_IMM_LEN, IW_ACCESS_LOCAL_WRITE, 4))
+	if (setup(&e, ca, res_len + (size_t)WINDOW * MAX_IMM_LEN, IW_ACCESS_LOCAL_WRITE, 4))
 		goto out;
 	uint64_t seed;
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) {
@@ -464,7 +473,6 @@ static int run_client(const struct iw_context_attr *ca, const struct sockaddr *s
 	}
 
 	uint64_t *res = (uint64_t *)(void *)e.buf;
-	uint8_t *src = e.buf + res_len;
 	/* Expected returned value per slot (atomics). */
 	uint64_t want[WINDOW];
 	enum op_kind kind[WINDOW];
@@ -473,7 +481,6 @@ static int run_client(const struct iw_context_attr *ca, const struct sockaddr *s
 	uint32_t n_total = n_faa + n_cas + n_imm, posted = 0, done = 0;
 	uint32_t faa_i = 0, cas_i = 0, imm_i = 0;
 	uint64_t imm_off = raddr + DATA_OFF;
-	uint32_t imm_inflight = 0; /* the payload source buffer is shared: one at a time */
 	while (done < n_total) {
 		/* Post while the window allows. Order: interleave the three kinds. */
 		while (posted < n_total) {
@@ -495,8 +502,6 @@ static int run_client(const struct iw_context_attr *ca, const struct sockaddr *s
 				k = OP_IMM;
 			else
 				k = faa_i < n_faa ? OP_FAA : cas_i < n_cas ? OP_CAS : OP_IMM;
-			if (k == OP_IMM && imm_inflight)
-				break;
 			struct iw_sge sge = { (uint64_t)(uintptr_t)&res[slot], 8, iw_mr_stag(e.mr) };
 			struct iw_send_wr wr = { .wr_id = (uint64_t)slot, .sg_list = &sge, .num_sge = 1, .rkey = rkey };
 			if (k == OP_FAA) {
@@ -520,17 +525,19 @@ static int run_client(const struct iw_context_attr *ca, const struct sockaddr *s
 				idx[slot] = cas_i++;
 			} else {
 				uint32_t len = imm_len(imm_i);
+				uint8_t *src = e.buf + res_len + (size_t)slot * MAX_IMM_LEN;
 				for (uint32_t b = 0; b < len; b++)
 					src[b] = imm_byte(imm_i, b, seed);
 				sge.addr = (uint64_t)(uintptr_t)src;
 				sge.length = len;
 				wr.num_sge = len ? 1 : 0;
 				wr.opcode = IW_WR_RDMA_WRITE_WITH_IMM;
+				/* Every third one with Solicited Event (Immediate Data with SE). */
+				wr.send_flags = imm_solicited(imm_i) ? IW_SEND_SOLICITED : 0;
 				wr.remote_addr = imm_off;
 				wr.imm_data = imm_value(imm_i, seed);
 				imm_off += len;
 				idx[slot] = imm_i++;
-				imm_inflight = 1;
 			}
 			res[slot] = ~want[slot];
 			kind[slot] = k;
@@ -571,7 +578,6 @@ static int run_client(const struct iw_context_attr *ca, const struct sockaddr *s
 			if (wc.opcode != IW_WC_RDMA_WRITE)
 				fail("client: Write with Immediate %u completed as %s", idx[s],
 				     tc_wc_opcode_str(wc.opcode));
-			imm_inflight = 0;
 			break;
 		}
 		if (fails > 20)
