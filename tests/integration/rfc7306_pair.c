@@ -1,8 +1,9 @@
 /* rfc7306_pair: RFC 7306 atomics and Write with Immediate between two
  * processes (issue 16), every value checked. Public API only.
  *
- *   rfc7306_pair -s -p PORT [-a ADDR] [transport options]
- *   rfc7306_pair -c ADDR -p PORT [-n FAA] [-k CAS] [-m IMM] [transport options]
+ *   rfc7306_pair -s -p PORT [-a ADDR] [-t SEC] [transport options]
+ *   rfc7306_pair -c ADDR -p PORT [-n FAA] [-k CAS] [-m IMM] [-t SEC] [transport options]
+ * (-t: the run's time bound, default 50 s.)
  *
  * The client asks for its counts in the MPA private data; the server
  * registers one region (REMOTE_WRITE | REMOTE_ATOMIC | LOCAL_WRITE): word 0
@@ -281,12 +282,15 @@ static int teardown(struct ep *e, bool initiate, bool strict)
  * Client's final SEND: magic, faa_final(8), cas_final(8), n_imm.
  * Server's verdict SEND: magic, mismatches. */
 
+/* -t: the whole run's bound (a hung peer fails, it does not hang). */
+static uint64_t limit_s = 50;
+
 static int run_server(const struct iw_context_attr *ca, const struct sockaddr *sa)
 {
 	struct ep e = { 0 };
 	struct iw_cm_event *ev;
 	int ret = 1;
-	e.deadline_ns = tc_now_ns() + 50ULL * 1000000000ULL;
+	e.deadline_ns = tc_now_ns() + limit_s * 1000000000ULL;
 	if (setup(&e, ca, REGION_LEN, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_ATOMIC,
 		  MAX_IMM + 8))
 		goto out;
@@ -430,7 +434,7 @@ static int run_client(const struct iw_context_attr *ca, const struct sockaddr *s
 	struct ep e = { 0 };
 	struct iw_cm_event *ev;
 	int ret = 1, rc;
-	e.deadline_ns = tc_now_ns() + 50ULL * 1000000000ULL;
+	e.deadline_ns = tc_now_ns() + limit_s * 1000000000ULL;
 	/* Results: 8 bytes per WR slot; then each slot's Immediate payload
 	 * source (so Writes with Immediate pipeline with everything else). */
 	size_t res_len = 8 * WINDOW;
@@ -616,8 +620,9 @@ out:
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rfc7306_pair -s -p PORT [-a ADDR] [options]\n"
-			"       rfc7306_pair -c ADDR -p PORT [-n FAA] [-k CAS] [-m IMM] [options]\n" TC_TRANSPORT_HELP);
+	fprintf(stderr, "usage: rfc7306_pair -s -p PORT [-a ADDR] [-t SEC] [options]\n"
+			"       rfc7306_pair -c ADDR -p PORT [-n FAA] [-k CAS] [-m IMM] [-t SEC] [options]\n"
+			"        -t SEC           bound of the whole run (default 50)\n" TC_TRANSPORT_HELP);
 }
 
 int main(int argc, char **argv)
@@ -647,6 +652,12 @@ int main(int argc, char **argv)
 			t.dev = v, i++;
 		} else if (!strcmp(a, "--ip")) {
 			t.ip = v, i++;
+		} else if (!strcmp(a, "-t")) {
+			if (tc_parse_uint(v, 1, 3600, &limit_s)) {
+				tc_bad_value(a, v, "1..3600 seconds");
+				return 2;
+			}
+			i++;
 		} else if (!strcmp(a, "-n") || !strcmp(a, "-k") || !strcmp(a, "-m")) {
 			uint64_t *dst = a[1] == 'n' ? &n_faa : a[1] == 'k' ? &n_cas : &n_imm;
 			if (tc_parse_uint(v, 0, a[1] == 'm' ? MAX_IMM : 1000000, dst)) {
