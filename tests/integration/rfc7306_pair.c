@@ -109,6 +109,7 @@ struct ep {
 	uint8_t *rbuf;  /* receive/send slots */
 	struct iw_mr *rmr;
 	uint64_t deadline_ns;
+	const char *who; /* "server" / "client" in messages */
 };
 
 static bool expired(const struct ep *e)
@@ -137,11 +138,11 @@ static int wait_cm(struct ep *e, enum iw_cm_event_type want, struct iw_cm_event 
 			*out = ev;
 			return 0;
 		}
-		tc_report_cm_event("cm", ev);
+		tc_report_cm_event(e->who, ev);
 		iw_cm_ack_event(ev);
 		return -1;
 	}
-	tc_err("timed out waiting for %s", iw_cm_event_str(want));
+	tc_err("%s: timed out waiting for %s", e->who, iw_cm_event_str(want));
 	return -1;
 }
 
@@ -156,8 +157,8 @@ static int wait_wc(struct ep *e, struct iw_wc *wc)
 		}
 		if (n == 1) {
 			if (wc->status != IW_WC_SUCCESS) {
-				tc_report_wc("rfc7306_pair", wc);
-				tc_report_qp_error("rfc7306_pair", e->qp);
+				tc_report_wc(e->who, wc);
+				tc_report_qp_error(e->who, e->qp);
 				return -1;
 			}
 			return 0;
@@ -167,8 +168,8 @@ static int wait_wc(struct ep *e, struct iw_wc *wc)
 			return -1;
 		}
 	}
-	tc_err("timed out waiting for a completion");
-	tc_report_qp_error("rfc7306_pair", e->qp);
+	tc_err("%s: timed out waiting for a completion", e->who);
+	tc_report_qp_error(e->who, e->qp);
 	return -1;
 }
 
@@ -287,7 +288,7 @@ static uint64_t limit_s = 50;
 
 static int run_server(const struct iw_context_attr *ca, const struct sockaddr *sa)
 {
-	struct ep e = { 0 };
+	struct ep e = { .who = "server" };
 	struct iw_cm_event *ev;
 	int ret = 1;
 	e.deadline_ns = tc_now_ns() + limit_s * 1000000000ULL;
@@ -431,7 +432,7 @@ enum op_kind { OP_FAA, OP_CAS, OP_IMM };
 static int run_client(const struct iw_context_attr *ca, const struct sockaddr *sa, uint32_t n_faa, uint32_t n_cas,
 		      uint32_t n_imm)
 {
-	struct ep e = { 0 };
+	struct ep e = { .who = "client" };
 	struct iw_cm_event *ev;
 	int ret = 1, rc;
 	e.deadline_ns = tc_now_ns() + limit_s * 1000000000ULL;
