@@ -9,11 +9,35 @@ int iwn_rcvbuf_init(struct iwn_rcvbuf *rb, uint32_t cap)
 	memset(rb, 0, sizeof(*rb));
 	if (cap == 0)
 		return -EINVAL;
-	rb->buf = malloc(cap);
+	uint32_t first = cap < IWN_RCV_INITIAL ? cap : IWN_RCV_INITIAL;
+	rb->buf = malloc(first);
 	if (!rb->buf)
 		return -ENOMEM;
-	rb->cap = cap;
+	rb->cap = first;
+	rb->max = cap;
+	rb->grow_at = first;
 	return 0;
+}
+
+/* Double cap (up to max), the ring laid out again from head so that every
+ * byte keeps its distance from head (in-order and out-of-order alike).
+ * Without memory it stays as it is, for good. */
+static void grow(struct iwn_rcvbuf *rb)
+{
+	uint32_t ncap = rb->cap > rb->max / 2 ? rb->max : rb->cap * 2;
+	uint8_t *nb = malloc(ncap);
+	if (!nb) {
+		rb->max = rb->cap;
+		return;
+	}
+	uint32_t first = rb->cap - rb->head;
+	memcpy(nb, rb->buf + rb->head, first);
+	memcpy(nb + first, rb->buf, rb->head);
+	free(rb->buf);
+	rb->buf = nb;
+	rb->head = 0;
+	rb->grow_at = rb->nxt + ncap;
+	rb->cap = ncap;
 }
 
 void iwn_rcvbuf_fini(struct iwn_rcvbuf *rb)
@@ -62,6 +86,8 @@ static int add_range(struct iwn_rcvbuf *rb, uint64_t s, uint64_t e)
 
 int64_t iwn_rcvbuf_insert(struct iwn_rcvbuf *rb, uint64_t off, const uint8_t *p, uint32_t len)
 {
+	if (rb->cap < rb->max && rb->nxt >= rb->grow_at)
+		grow(rb);
 	uint64_t lo = off, hi = off + len, edge = rb->nxt + iwn_rcvbuf_window(rb);
 	if (lo < rb->nxt)
 		lo = rb->nxt;

@@ -144,6 +144,71 @@ static void fill(uint8_t *p, uint64_t off, uint32_t n)
 		p[i] = (uint8_t)((off + i) * 7 + 3);
 }
 
+/* The buffer starts at 64 KiB and doubles, up to its size, each time as
+ * many bytes as it holds have passed: the ring is laid out again with
+ * unread and out-of-order bytes (straddling the wrap) kept in place, and
+ * the window never shrinks (a connection flood costs 64 KiB each, not
+ * the whole 1 MiB: floods_raw under ASan). */
+START_TEST(test_rcvbuf_grows)
+{
+	struct iwn_rcvbuf rb;
+	const uint32_t max = 1u << 20;
+	ck_assert_int_eq(iwn_rcvbuf_init(&rb, max), 0);
+	ck_assert_uint_eq(rb.cap, IWN_RCV_INITIAL);
+	ck_assert_uint_eq(iwn_rcvbuf_window(&rb), IWN_RCV_INITIAL);
+	static uint8_t d[4096], out[8192], want[8192];
+	/* Always an out-of-order piece pending (100 bytes past nxt) when a
+	 * growth comes, and about 3000 bytes unread so the ring wraps with
+	 * data in it. */
+	uint64_t g = 0, rd = 0;
+	uint32_t last_cap = rb.cap, growths = 0;
+	fill(d, 100, 500);
+	ck_assert_int_eq(iwn_rcvbuf_insert(&rb, 100, d, 500), 0);
+	while (rb.cap < max || g < 4u * max) {
+		uint32_t n = 1000 + (uint32_t)(g % 3000);
+		uint64_t edge = rb.nxt + iwn_rcvbuf_window(&rb);
+		uint64_t next_g = g + 600 + n;
+		fill(d, next_g + 100, 500);
+		ck_assert_int_eq(iwn_rcvbuf_insert(&rb, next_g + 100, d, 500), 0);
+		fill(d, g, 100);
+		ck_assert_int_eq(iwn_rcvbuf_insert(&rb, g, d, 100), 600);
+		fill(d, g + 600, n);
+		ck_assert_int_eq(iwn_rcvbuf_insert(&rb, g + 600, d, n), n);
+		g = next_g;
+		ck_assert_uint_eq(rb.n_ooo, 1);
+		ck_assert_uint_ge(rb.nxt + iwn_rcvbuf_window(&rb), edge); /* never shrinks */
+		if (rb.cap != last_cap) {
+			ck_assert_uint_eq(rb.cap, last_cap * 2 > max ? max : last_cap * 2);
+			last_cap = rb.cap;
+			growths++;
+		}
+		while (rb.used > 3000) {
+			uint32_t k = iwn_rcvbuf_read(&rb, out, rb.used - 3000 < sizeof(out) ? rb.used - 3000 : sizeof(out));
+			fill(want, rd, k);
+			ck_assert_mem_eq(out, want, k);
+			rd += k;
+		}
+	}
+	ck_assert_uint_eq(growths, 4); /* 64 KiB -> 128 -> 256 -> 512 -> 1 MiB */
+	ck_assert_uint_eq(rb.cap, max);
+	uint32_t k = iwn_rcvbuf_read(&rb, out, sizeof(out));
+	fill(want, rd, k);
+	ck_assert_mem_eq(out, want, k);
+	ck_assert_uint_eq(rd + k, g);
+	fill(d, g, 100); /* the last gap: the pending piece becomes readable */
+	ck_assert_int_eq(iwn_rcvbuf_insert(&rb, g, d, 100), 600);
+	ck_assert_uint_eq(iwn_rcvbuf_read(&rb, out, sizeof(out)), 600);
+	fill(want, g, 600);
+	ck_assert_mem_eq(out, want, 600);
+	iwn_rcvbuf_fini(&rb);
+	/* Asked for less than 64 KiB: that size from the start, no growth. */
+	ck_assert_int_eq(iwn_rcvbuf_init(&rb, 100), 0);
+	ck_assert_uint_eq(rb.cap, 100);
+	ck_assert_uint_eq(rb.max, 100);
+	iwn_rcvbuf_fini(&rb);
+}
+END_TEST
+
 START_TEST(test_rcvbuf_reassembly)
 {
 	struct iwn_rcvbuf rb;
@@ -457,6 +522,7 @@ static Suite *parts_suite(void)
 	tcase_add_test(t, test_sndbuf_ring);
 	tcase_add_test(t, test_sndbuf_records);
 	tcase_add_test(t, test_rcvbuf_reassembly);
+	tcase_add_test(t, test_rcvbuf_grows);
 	tcase_add_test(t, test_rcvbuf_holes_full);
 	tcase_add_test(t, test_rcvbuf_random);
 	tcase_add_test(t, test_cc_newreno);
