@@ -440,6 +440,30 @@ START_TEST(test_truncated_by_reset)
 }
 END_TEST
 
+/* The receiver's pure ACK reaches the capture before the data it
+ * acknowledges (raw_wire_capture: a busy-polling receiver answers while
+ * the kernel still copies the frame to tcpdump): no gap, no warning. */
+START_TEST(test_ack_before_data)
+{
+	struct iwd_gen *g = start("ack_first.pcap", &crc_on);
+	char *out;
+
+	iwd_gen_msg(g, A, IW_OP_SEND, 1000, 0, 0, NULL, NULL);
+	uint32_t pending = (uint32_t)(g->len[A] - g->flushed[A]);
+	g->tcp.snd_nxt[A] += pending;
+	ck_assert_int_eq(iwt_tcp_ack(&g->tcp, B), 0);
+	g->tcp.snd_nxt[A] -= pending;
+	iwd_gen_flush(g, A);
+	iwd_gen_close(g);
+	ck_assert_int_eq(run("ack_first.pcap", check_args, "ack_first.pcap.out", &out), 0);
+	ck_assert_int_eq(iwd_count_prefix(out, "WARNING"), 0);
+	ck_assert_int_eq(iwd_count_prefix(out, "VIOLATION"), 0);
+	assert_line(out, "TOTAL 1 connections, 0 violations, 0 warnings");
+	free(out);
+	iwd_gen_free(g);
+}
+END_TEST
+
 START_TEST(test_marker_fpduptr)
 {
 	struct iwd_gen_opts o = {.crc = true, .markers = true};
@@ -687,7 +711,10 @@ START_TEST(test_tcp_gap)
 	snprintf(line, sizeof(line),
 		 "WARNING conn 1 dir A>B frame %" PRIu64 ": gap of %" PRIu64 " bytes at seq %" PRIu64
 		 "; rest of this direction not decoded",
-		 g->first_ack_frame, g->gap_len, g->gap_seq);
+		 /* Reported with B's first data after the ACK that covers the
+		  * hole: a pure ACK may precede the data it acknowledges in a
+		  * capture (test_ack_before_data). */
+		 g->first_ack_frame + 1, g->gap_len, g->gap_seq);
 	ck_assert_int_eq(run("tcp_gap.pcap", check_args, "tcp_gap.out", &out), 1);
 	assert_line(out, line);
 	ck_assert_int_eq(iwd_count_prefix(out, "WARNING"), 1);
@@ -828,6 +855,7 @@ static Suite *iwdump_suite(void)
 	tcase_add_test(tv, test_ulpdu_too_small);
 	tcase_add_test(tv, test_truncated);
 	tcase_add_test(tv, test_truncated_by_reset);
+	tcase_add_test(tv, test_ack_before_data);
 	tcase_add_test(tv, test_marker_fpduptr);
 	tcase_add_test(tv, test_ird_exceeded);
 	tcase_add_test(tv, test_mpa_handshakes);

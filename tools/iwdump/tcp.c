@@ -370,13 +370,19 @@ static void stream_packet(struct iwd_conn *c, int dir, const struct iwd_pkt *p, 
 		o->have_ack = true;
 		/* Before the peer sent anything, our ACK is where it starts. */
 		set_base(o, p->ack);
-		/* Acknowledged bytes the capture does not have passed the
-		 * capture point unseen: that hole will not be filled. Say so
-		 * now, before this side's replies are judged without them.
-		 * (One octet more may be a FIN the capture missed.) */
-		if (o->have_base && !o->gap && !o->ended && seq_gt(p->ack, o->next + 1))
-			gap(c, !dir, o->next, hole_end(o, p->ack) - o->next, w, "");
 	}
+	/* Acknowledged bytes the capture does not have passed the capture
+	 * point unseen: that hole will not be filled. Say so before this
+	 * side's data (replies that may depend on them) is judged without
+	 * them. A pure ACK may reach the capture before the data it
+	 * acknowledges: a receiver that busy-polls its own packet ring
+	 * answers while the kernel still copies the frame to the capture's
+	 * (wire-capture, both ends raw); the data then fills the hole, and a
+	 * hole never filled is reported when the stream closes. (One octet
+	 * more may be a FIN the capture missed.) */
+	if ((p->len || p->missing) && o->have_ack && o->have_base && !o->gap && !o->ended &&
+	    seq_gt(o->max_ack, o->next + 1))
+		gap(c, !dir, o->next, hole_end(o, o->max_ack) - o->next, w, "");
 	if (p->flags & IWD_TCP_RST) {
 		c->reset = true;
 		conn_close(c, w);
