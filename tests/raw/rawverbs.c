@@ -8,7 +8,8 @@
  * receive ring a context uses (V2; default V3). Under impairment
  * (--drop/--reorder ppm) --expect-ooo requires out-of-order placements.
  * --expect-peek requires that the progress loop found frames in the
- * receive rings without a syscall, and that the context timer moved at
+ * receive rings without a syscall (on either side: one context polls
+ * both), and that each side's context timer moved at
  * most once per 4 flushes (plus one per 4 ms for timer expiries).
  * --rfc7306 negotiates RFC 7306 and, before the closing SEND, each side
  * does a Write with Immediate, a fetch-and-add and a compare-and-swap on
@@ -411,6 +412,15 @@ int main(int argc, char **argv)
 			printf("; tcp rexmit %" PRIu64 " ooo segs %" PRIu64, ts->retransmitted_segs, ts->ooo_segs);
 		printf("\n");
 	}
+	/* Both devices are polled by one context: with batched output and
+	 * super-segments one side's frames may always arrive while the
+	 * context sleeps (a: 0, b: 33 in one CI run), so the ring peek is
+	 * judged for the pair; the timer rule stays per side. */
+	uint64_t pair_spin_hits = sides[0]->dev->st.spin_hits + sides[1]->dev->st.spin_hits;
+	if (expect_peek && pair_spin_hits == 0) {
+		fprintf(stderr, "rawverbs: rings not busy-polled (no frame found without a syscall)\n");
+		ok = false;
+	}
 	for (int i = 0; i < 2; i++) {
 		const struct iw_rawdev_stats *ds = &sides[i]->dev->st;
 		printf("rawverbs: %s: device polls %" PRIu64 ", from the ring without a syscall %" PRIu64
@@ -422,8 +432,8 @@ int main(int argc, char **argv)
 		 * fired, a delayed ACK came due: a few per 40 ms) get an
 		 * allowance, so a slow run does not fail. */
 		uint64_t allowance = (uint64_t)(secs * 1000.0) / 4;
-		if (expect_peek && (ds->spin_hits == 0 || ds->timer_rearms * 4 > ds->flushes + allowance)) {
-			fprintf(stderr, "rawverbs: %s: ring not busy-polled or timer moved too often\n",
+		if (expect_peek && ds->timer_rearms * 4 > ds->flushes + allowance) {
+			fprintf(stderr, "rawverbs: %s: timer moved too often\n",
 				sides[i]->name);
 			ok = false;
 		}
