@@ -778,6 +778,65 @@ START_TEST(cq_events)
 }
 END_TEST
 
+/* A program that spins in ibv_poll_cq progresses the engine itself, and
+ * the helper thread stands aside meanwhile (abi/ibverbs/engine.c). When
+ * the program then stops calling us, spinning on memory for an RDMA
+ * Write as ib_write_lat does, or blocks in ibv_get_cq_event, arrivals
+ * must still be placed: the helper comes back. */
+static void spin_polling_while_writes_arrive(struct pair *p, int ms)
+{
+	struct ibv_wc wc[8];
+	uint64_t end = now_ms() + (uint64_t)ms;
+	uint64_t id = 1000;
+	while (now_ms() < end) {
+		ck_assert_int_eq(post_send(&p->c, p->c.id->qp, id++, IBV_WR_RDMA_WRITE, 0, 4096, 0,
+					   (uintptr_t)p->s.buf + 8192, p->s.mr->rkey),
+				 0);
+		poll_n(p->c.cq, 1, wc);
+		for (int i = 0; i < 200; i++)
+			ck_assert_int_eq(ibv_poll_cq(p->s.cq, 8, wc), 0); /* WRITEs complete nothing there */
+	}
+}
+
+START_TEST(helper_returns_after_polling)
+{
+	struct pair p;
+	struct ibv_wc wc[8];
+	pair_up(&p, false);
+	volatile uint8_t *mark = p.s.buf + 40000;
+
+	for (uint8_t round = 1; round <= 3; round++) {
+		spin_polling_while_writes_arrive(&p, 50);
+		/* Nothing of ours runs from here on but the helper. */
+		p.c.buf[100] = round;
+		ck_assert_int_eq(post_send(&p.c, p.c.id->qp, round, IBV_WR_RDMA_WRITE, 100, 1, IBV_SEND_INLINE,
+					   (uintptr_t)mark, p.s.mr->rkey),
+				 0);
+		uint64_t end = now_ms() + WAIT_MS;
+		while (*mark != round)
+			ck_assert_msg(now_ms() < end, "round %u: the RDMA Write was never placed", round);
+		poll_n(p.c.cq, 1, wc);
+	}
+
+	/* Polling, then blocking in ibv_get_cq_event while another thread
+	 * sends. */
+	spin_polling_while_writes_arrive(&p, 50);
+	ck_assert_int_eq(ibv_req_notify_cq(p.s.cq, 0), 0);
+	struct waiter w = { .cc = p.s.cc };
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_cq_event, &w), 0);
+	usleep(20000);
+	ck_assert_int_eq(post_send(&p.c, p.c.id->qp, 7, IBV_WR_SEND, 0, 10, 0, 0, 0), 0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(w.rc, 0);
+	ibv_ack_cq_events(p.s.cq, 1);
+	poll_n(p.s.cq, 1, wc);
+	ck_assert_int_eq(wc[0].opcode, IBV_WC_RECV);
+	poll_n(p.c.cq, 1, wc);
+	pair_down(&p);
+}
+END_TEST
+
 /* rping's order: deregister regions that posted receives still hold,
  * then destroy the QP. */
 START_TEST(dereg_before_destroy_qp)
@@ -1154,6 +1213,7 @@ static Suite *suite(void)
 	tcase_add_test(t, srq);
 	tcase_add_test(t, modify_qp);
 	tcase_add_test(t, cq_events);
+	tcase_add_test(t, helper_returns_after_polling);
 	tcase_add_test(t, dereg_before_destroy_qp);
 	tcase_add_test(t, cm_blocking_and_nonblocking);
 	tcase_add_test(t, cm_reject_with_private_data);
