@@ -121,6 +121,23 @@ static void env_init(struct hp_env *e, bool srq)
 	qp_up(e);
 }
 
+void hp_env_up(struct hp_env *e, bool srq)
+{
+	struct hp_mpa m = { HP_MPA_DEFAULT };
+	if (srq)
+		hp_env_init_srq(e);
+	else
+		hp_env_init(e);
+	hp_env_peer_initiates(e, &m, NULL);
+}
+
+void hp_env_reconnect(struct hp_env *e)
+{
+	struct hp_mpa m = { HP_MPA_DEFAULT };
+	hp_env_new_qp(e);
+	hp_env_peer_initiates(e, &m, NULL);
+}
+
 void hp_env_new_qp(struct hp_env *e)
 {
 	struct iw_wc wc;

@@ -97,6 +97,14 @@ uint32_t hp_mr_stag(struct hp_env *e, int i);
 /* The peer connects to our listener and sends m; we accept with ap
  * (NULL: defaults); both sides reach RTS. */
 void hp_env_peer_initiates(struct hp_env *e, const struct hp_mpa *m, const struct iw_conn_param *ap);
+/* The default connection every suite starts from: rev 2, CRC on
+ * (flags 0x50), IRD = ORD = 4; designated initialisers may follow. */
+#define HP_MPA_DEFAULT .flags = 0x50, .rev = 2, .ird = 4, .ord = 4
+/* hp_env_init (hp_env_init_srq with srq), then the peer initiates the
+ * default connection. */
+void hp_env_up(struct hp_env *e, bool srq);
+/* hp_env_new_qp, then the peer initiates the default connection again. */
+void hp_env_reconnect(struct hp_env *e);
 /* We connect (cp, NULL: defaults) to the peer, which answers with m
  * (HP_FLAGS_ECHO honoured through rflags). */
 void hp_env_peer_responds(struct hp_env *e, const struct hp_mpa *m, unsigned rflags,

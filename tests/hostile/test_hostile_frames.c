@@ -26,9 +26,7 @@ static struct hp_env E;
 /* Default connection: the peer initiates, rev 2, CRC on, IRD = ORD = 4. */
 static void up(void)
 {
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
-	hp_env_init(&E);
-	hp_env_peer_initiates(&E, &m, NULL);
+	hp_env_up(&E, false);
 }
 
 static void down(void)
@@ -1090,7 +1088,7 @@ END_TEST
 START_TEST(test_error_while_tx_blocked)
 {
 	enum { SZ = 16 << 20 };
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4, .rcvbuf = 4096 };
+	struct hp_mpa m = { HP_MPA_DEFAULT, .rcvbuf = 4096 };
 	uint8_t *mem = malloc(SZ), h[18];
 	struct iw_mr *mr;
 	ck_assert_ptr_nonnull(mem);

@@ -54,7 +54,7 @@ static void no_event(int ms)
 static void listener_still_works(const struct sockaddr_storage *ss)
 {
 	struct hp_peer *p = hp_peer_new();
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
+	struct hp_mpa m = { HP_MPA_DEFAULT };
 	struct iw_wc wc;
 
 	ck_assert_int_eq(hp_connect(p, ss, 0), 0);
@@ -148,7 +148,7 @@ START_TEST(test_request_bad_key)
 {
 	static const char *keys[] = { "MPA ID Req Fram3", "MPA ID Rep Frame", "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0" };
 	uint8_t f[64];
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
+	struct hp_mpa m = { HP_MPA_DEFAULT };
 	size_t n = iwt_mpa_req_bytes(m.flags, 2, iwt_mpa_w1(false, false, 4), iwt_mpa_w2(false, false, 4), NULL, 0, f);
 	memcpy(f, keys[_i], 16);
 	refused_request(f, n, false);
@@ -183,7 +183,7 @@ START_TEST(test_request_truncated)
 {
 	static const size_t cut[] = { 5, 19, 30 };
 	uint8_t f[128];
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
+	struct hp_mpa m = { HP_MPA_DEFAULT };
 	fill_pdata();
 	size_t n = iwt_mpa_req_bytes(m.flags, 2, iwt_mpa_w1(false, false, 4), iwt_mpa_w2(false, false, 4), pdata, 40,
 				     f);
@@ -304,7 +304,7 @@ END_TEST
 /* A Reply with PD_Length 512 (508 application bytes) is accepted. */
 START_TEST(test_reply_pdata_512)
 {
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4, .pdata = pdata, .pdata_len = 508 };
+	struct hp_mpa m = { HP_MPA_DEFAULT, .pdata = pdata, .pdata_len = 508 };
 	fill_pdata();
 	hp_env_init(&E);
 	struct sockaddr_storage ss;

@@ -128,7 +128,7 @@ END_TEST
  * _i == 1 the peer closes and the stream is reported lost. */
 START_TEST(test_stall_mid_fpdu)
 {
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
+	struct hp_mpa m = { HP_MPA_DEFAULT };
 	uint8_t h[18], buf[512], msg[200];
 	struct hp_fpdu f;
 

@@ -19,16 +19,12 @@ static struct hp_env E;
 
 static void up(void)
 {
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
-	hp_env_init_srq(&E);
-	hp_env_peer_initiates(&E, &m, NULL);
+	hp_env_up(&E, true);
 }
 
 static void reconnect(void)
 {
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
-	hp_env_new_qp(&E);
-	hp_env_peer_initiates(&E, &m, NULL);
+	hp_env_reconnect(&E);
 }
 
 /* After the failure: a new QP on the SRQ gets the next entry (1001). */

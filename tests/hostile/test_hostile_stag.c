@@ -34,16 +34,12 @@ ssize_t getrandom(void *buf, size_t len, unsigned int flags)
 
 static void up(void)
 {
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
-	hp_env_init(&E);
-	hp_env_peer_initiates(&E, &m, NULL);
+	hp_env_up(&E, false);
 }
 
 static void reconnect(void)
 {
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
-	hp_env_new_qp(&E);
-	hp_env_peer_initiates(&E, &m, NULL);
+	hp_env_reconnect(&E);
 }
 
 static void write_expect(uint32_t stag, uint64_t to, struct iw_term_cause want)
@@ -359,7 +355,7 @@ END_TEST
 START_TEST(test_dereg_during_read_response)
 {
 	enum { SZ = 16 << 20 };
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4, .rcvbuf = 4096 };
+	struct hp_mpa m = { HP_MPA_DEFAULT, .rcvbuf = 4096 };
 	struct iw_mr *mr;
 	uint8_t *mem = malloc(SZ);
 	ck_assert_ptr_nonnull(mem);

@@ -57,7 +57,7 @@ static void fill_socket(uint8_t *mem, struct iw_mr *mr)
 
 START_TEST(test_post_on_full_socket)
 {
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4, .rcvbuf = 4096 };
+	struct hp_mpa m = { HP_MPA_DEFAULT, .rcvbuf = 4096 };
 	uint8_t *mem = malloc(SZ);
 	struct iw_mr *mr;
 	struct iw_qp_stats st0, st1;

@@ -32,7 +32,7 @@ enum how { D_WHOLE, D_SPLIT, D_SLOW, D_N };
 
 static void up_verified(bool responder)
 {
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
+	struct hp_mpa m = { HP_MPA_DEFAULT };
 
 	hp_env_verified = true;
 	hp_env_init(&E);
@@ -279,11 +279,8 @@ END_TEST
  * the attribute (how programs on the verbs ABI libraries get it). */
 START_TEST(test_env_variable)
 {
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
-
 	ck_assert_int_eq(setenv("IWARP_VERIFIED_PLACEMENT", "1", 1), 0);
-	hp_env_init(&E);
-	hp_env_peer_initiates(&E, &m, NULL);
+	hp_env_up(&E, false);
 	write_case(0, P_PAY_LAST, D_SPLIT);
 	hp_env_fini(&E);
 	unsetenv("IWARP_VERIFIED_PLACEMENT");
@@ -295,7 +292,7 @@ END_TEST
  * makes the cases above meaningful. */
 START_TEST(test_default_places_unverified)
 {
-	struct hp_mpa m = { .flags = 0x50, .rev = 2, .ird = 4, .ord = 4 };
+	struct hp_mpa m = { HP_MPA_DEFAULT };
 	static uint8_t data[NSEG * 1001];
 	uint8_t h[14], *dst;
 
