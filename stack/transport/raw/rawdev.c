@@ -189,7 +189,8 @@ void iw_rawdev_close(struct iw_rawdev *d)
 			", tx %" PRIu64 " frames in %" PRIu64 " flushes, ring full %" PRIu64 "; offload %d: rx csum ok %" PRIu64
 			", rx gso %" PRIu64 ", tx gso %" PRIu64 " (%" PRIu64 " bytes)\n",
 			d->st.polls, d->st.flushes, d->st.frames_in, d->st.timer_runs, d->st.timer_rearms, d->st.spin_hits,
-			d->st.waits_short, d->st.waits_long, d->st.waits_unspun, d->st.tx_dropped, ps.rx_frames, ps.rx_kernel_drops, ps.rx_truncated, ps.tx_frames,
+			d->st.waits_short, d->st.waits_long, d->st.waits_unspun, d->st.tx_dropped, ps.rx_frames,
+			ps.rx_kernel_drops, ps.rx_truncated, ps.tx_frames,
 			ps.tx_flushes, ps.tx_ring_full, (int)iw_pktio_offload(d->pio), ps.rx_csum_ok, ps.rx_gso, ps.tx_gso,
 			ps.tx_gso_bytes);
 		/* What the host did with unsolicited traffic (floods). */
