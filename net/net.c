@@ -70,6 +70,8 @@ static void sock_free(struct iwn_net *net, uint32_t i)
 	iwn_tcp_conn_fini(&net->socks[i]->c);
 	free(net->socks[i]);
 	net->socks[i] = NULL;
+	while (net->socks_hi && !net->socks[net->socks_hi - 1])
+		net->socks_hi--;
 }
 
 void iwn_net_fini(struct iwn_net *net)
@@ -193,7 +195,7 @@ static uint8_t *tcp_txbuf(void *arg)
 
 static struct iwn_net_sock *sock_of(struct iwn_net *net, const struct iwn_tcp_conn *c, uint32_t *idx)
 {
-	for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+	for (uint32_t i = 0; i < net->socks_hi; i++)
 		if (net->socks[i] && &net->socks[i]->c == c) {
 			if (idx)
 				*idx = i;
@@ -204,7 +206,7 @@ static struct iwn_net_sock *sock_of(struct iwn_net *net, const struct iwn_tcp_co
 
 static struct iwn_tcp_conn *find_conn(struct iwn_net *net, uint32_t raddr, uint16_t rport, uint16_t lport)
 {
-	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+	for (uint32_t i = 0; i < net->socks_hi; i++) {
 		struct iwn_net_sock *s = net->socks[i];
 		if (s && s->c.state != IWN_TCP_CLOSED && s->c.raddr == raddr && s->c.rport == rport &&
 		    s->c.lport == lport)
@@ -230,6 +232,8 @@ static int new_sock(struct iwn_net *net, uint32_t *idx)
 		if (net->cfg.tx_slot)
 			s->c.txbuf_get = tcp_txbuf;
 		net->socks[i] = s;
+		if (i >= net->socks_hi)
+			net->socks_hi = i + 1;
 		*idx = i;
 		return 0;
 	}
@@ -239,7 +243,7 @@ static int new_sock(struct iwn_net *net, uint32_t *idx)
 /* Free closed connections nobody will look at any more. */
 static void reap(struct iwn_net *net)
 {
-	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+	for (uint32_t i = 0; i < net->socks_hi; i++) {
 		struct iwn_net_sock *s = net->socks[i];
 		if (s && s->c.state == IWN_TCP_CLOSED && (s->released || !s->accepted))
 			sock_free(net, i);
@@ -251,7 +255,7 @@ static bool port_in_use(struct iwn_net *net, uint16_t port)
 	for (uint32_t i = 0; i < IWN_NET_MAX_LISTEN; i++)
 		if (net->listen[i].on && net->listen[i].port == port)
 			return true;
-	for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+	for (uint32_t i = 0; i < net->socks_hi; i++)
 		if (net->socks[i] && net->socks[i]->c.lport == port)
 			return true;
 	return false;
@@ -306,7 +310,7 @@ void iwn_net_unlisten(struct iwn_net *net, uint16_t port, uint64_t now)
 	for (int i = 0; i < IWN_NET_MAX_LISTEN; i++)
 		if (net->listen[i].on && net->listen[i].port == port)
 			net->listen[i].on = false;
-	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+	for (uint32_t i = 0; i < net->socks_hi; i++) {
 		struct iwn_net_sock *s = net->socks[i];
 		if (s && !s->accepted && s->c.lport == port)
 			iwn_net_release(net, &s->c, now);
@@ -315,7 +319,7 @@ void iwn_net_unlisten(struct iwn_net *net, uint16_t port, uint64_t now)
 
 struct iwn_tcp_conn *iwn_net_accept(struct iwn_net *net, uint16_t port)
 {
-	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+	for (uint32_t i = 0; i < net->socks_hi; i++) {
 		struct iwn_net_sock *s = net->socks[i];
 		if (s && !s->accepted && s->c.lport == port && s->c.state != IWN_TCP_SYN_RCVD &&
 		    s->c.state != IWN_TCP_CLOSED) {
@@ -373,7 +377,7 @@ void iwn_net_release(struct iwn_net *net, struct iwn_tcp_conn *c, uint64_t now)
 uint32_t iwn_net_conn_count(const struct iwn_net *net)
 {
 	uint32_t n = 0;
-	for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+	for (uint32_t i = 0; i < net->socks_hi; i++)
 		n += net->socks[i] != NULL;
 	return n;
 }
@@ -644,7 +648,7 @@ void iwn_net_input_flags(struct iwn_net *net, const uint8_t *frame, uint32_t len
 uint64_t iwn_net_next_deadline(const struct iwn_net *net)
 {
 	uint64_t d = iwn_arp_next_deadline(&net->arp);
-	for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+	for (uint32_t i = 0; i < net->socks_hi; i++)
 		if (net->socks[i]) {
 			uint64_t t = iwn_tcp_next_deadline(&net->socks[i]->c);
 			if (t < d)
@@ -656,7 +660,7 @@ uint64_t iwn_net_next_deadline(const struct iwn_net *net)
 void iwn_net_output_pending(struct iwn_net *net, uint64_t now)
 {
 	net->now = now;
-	for (uint32_t i = 0; i < net->cfg.max_conns; i++) {
+	for (uint32_t i = 0; i < net->socks_hi; i++) {
 		struct iwn_net_sock *s = net->socks[i];
 		if (s && s->c.out_pending) {
 			s->c.out_pending = false;
@@ -670,7 +674,7 @@ void iwn_net_timers(struct iwn_net *net, uint64_t now)
 {
 	net->now = now;
 	iwn_arp_timers(&net->arp, now, arp_request, net);
-	for (uint32_t i = 0; i < net->cfg.max_conns; i++)
+	for (uint32_t i = 0; i < net->socks_hi; i++)
 		if (net->socks[i] && iwn_tcp_next_deadline(&net->socks[i]->c) <= now)
 			iwn_tcp_timers(&net->socks[i]->c, now);
 	reap(net);

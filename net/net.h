@@ -88,6 +88,12 @@ struct iwn_net {
 	uint64_t now; /* time of the current call, for output from TCP */
 	uint16_t next_port;
 	struct iwn_net_sock **socks;
+	/* One past the highest slot in use: the loops that run per frame and
+	 * per flush (deadlines, batched output, reaping) stop there instead of
+	 * walking all max_conns slots (64 by default; with one or two
+	 * connections those walks were most of the stack's instructions per
+	 * 8-byte message). */
+	uint32_t socks_hi;
 	struct {
 		uint16_t port;
 		uint32_t backlog;

@@ -485,6 +485,71 @@ START_TEST(test_app_call_time_reaches_arp)
 }
 END_TEST
 
+/* The per-frame loops stop at the highest slot in use (socks_hi): a
+ * connection in a high slot after the lower ones were freed is still
+ * found by input, timers and batched output, and a freed slot is reused. */
+START_TEST(test_table_high_slot)
+{
+	struct iwn_net net;
+	struct iwn_net_cfg cfg;
+	iwn_net_cfg_default(&cfg);
+	memcpy(cfg.mac, our_mac, 6);
+	cfg.ip = OUR_IP;
+	cfg.tx = cap_tx;
+	cfg.max_conns = 8;
+	ck_assert_int_eq(iwn_net_init(&net, &cfg), 0);
+	memset(&cap, 0, sizeof(cap));
+	uint8_t f[1600];
+	iwn_net_input(&net, f, arp_frame(f, IWN_ARP_REQUEST, iwn_eth_broadcast, PEER_IP, OUR_IP), 0);
+	int err;
+	struct iwn_tcp_conn *c[3];
+	for (int i = 0; i < 3; i++) {
+		c[i] = iwn_net_connect(&net, PEER_IP, PEER_PORT, (uint16_t)(1001 + i), 0, &err);
+		ck_assert_ptr_nonnull(c[i]);
+	}
+	ck_assert_uint_eq(net.socks_hi, 3);
+	iwn_net_release(&net, c[0], 0);
+	iwn_net_release(&net, c[1], 0);
+	ck_assert_uint_eq(iwn_net_conn_count(&net), 1);
+	ck_assert_uint_eq(net.socks_hi, 3); /* c[2] is still in slot 2 */
+	/* Timers: c[2]'s SYN is resent at its deadline. */
+	uint64_t dl = iwn_tcp_next_deadline(c[2]);
+	ck_assert_uint_ne(dl, UINT64_MAX);
+	ck_assert_uint_le(iwn_net_next_deadline(&net), dl);
+	cap.n = 0;
+	iwn_net_timers(&net, dl);
+	ck_assert_int_ge(cap.n, 1);
+	struct iwn_tcp_hdr h;
+	last_seg(&h);
+	ck_assert_uint_eq(h.flags, IWN_TCP_SYN);
+	ck_assert_uint_eq(h.sport, 1003);
+	/* Input: the SYN-ACK reaches it. */
+	struct iwn_tcp_hdr sa = {.sport = PEER_PORT, .dport = 1003, .seq = 5000, .ack = h.seq + 1,
+				 .flags = IWN_TCP_SYN | IWN_TCP_ACK, .win = 65535};
+	iwn_net_input(&net, f, tcp_frame_hdr(f, &sa, 0), dl);
+	ck_assert_int_eq(c[2]->state, IWN_TCP_ESTABLISHED);
+	/* Batched output: data marked for later leaves in output_pending. */
+	cap.n = 0;
+	ck_assert_int_eq(iwn_tcp_send(c[2], "hello", 5, dl), 5);
+	iwn_net_output_pending(&net, dl);
+	ck_assert_int_ge(cap.n, 1);
+	last_seg(&h);
+	ck_assert_uint_eq(h.sport, 1003);
+	/* A new connection takes the lowest free slot; freeing the top one
+	 * lowers the mark to it. */
+	struct iwn_tcp_conn *d = iwn_net_connect(&net, PEER_IP, PEER_PORT, 1004, dl, &err);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(net.socks_hi, 3);
+	iwn_net_release(&net, c[2], dl);
+	ck_assert_uint_eq(net.socks_hi, 1);
+	ck_assert_uint_eq(iwn_net_conn_count(&net), 1);
+	iwn_net_release(&net, d, dl);
+	ck_assert_uint_eq(net.socks_hi, 0);
+	ck_assert_uint_eq(iwn_net_conn_count(&net), 0);
+	iwn_net_fini(&net);
+}
+END_TEST
+
 static void sink_tx(void *arg, const uint8_t *frame, uint32_t len)
 {
 	(void)frame;
@@ -616,6 +681,7 @@ static Suite *host_suite(void)
 	tcase_add_test(t, test_arp_bad_sender_mac);
 	tcase_add_test(t, test_app_call_time_reaches_arp);
 	tcase_add_test(t, test_listen_ephemeral);
+	tcase_add_test(t, test_table_high_slot);
 	suite_add_tcase(s, t);
 	return s;
 }

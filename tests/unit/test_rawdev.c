@@ -5,7 +5,9 @@
  *  - an iw_peek that is ready runs from iw_progress without epoll_wait,
  *    other fds still get their turn, a blocking call spins on it for its
  *    spin budget (and not without one), and the spin stops for a due
- *    timer. Needs no root: a kernel-transport context. */
+ *    timer. Needs no root: a kernel-transport context;
+ *  - the adaptive spin rule (iw_rawdev_spin_wait_done): off while most
+ *    waits outlast the budget, back on when they get short. */
 #include <check.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -208,12 +210,55 @@ START_TEST(peek_spin_stops_for_timer)
 }
 END_TEST
 
+/* The adaptive spin is a rule on wait lengths (no clock here): it starts
+ * on, turns off after a run of waits longer than the budget (a bulk
+ * receiver), comes back after a run of short ones (a round trip), and
+ * stays off where waits are mostly long with a few short ones between. */
+START_TEST(spin_rule)
+{
+	struct iw_rawdev_spin s;
+	iw_rawdev_spin_init(&s, 50);
+	ck_assert_uint_eq(iw_rawdev_spin_wait_done(&s, 3), 50);
+	ck_assert_uint_eq(iw_rawdev_spin_wait_done(&s, 50), 50); /* at the budget: caught */
+	int n = 0;
+	while (iw_rawdev_spin_wait_done(&s, 51) != 0) {
+		n++;
+		ck_assert_int_lt(n, 20);
+	}
+	ck_assert_int_ge(n, 2); /* one long wait does not turn it off */
+	for (int i = 0; i < 100; i++)
+		ck_assert_uint_eq(iw_rawdev_spin_wait_done(&s, 400), 0);
+	n = 0;
+	while (iw_rawdev_spin_wait_done(&s, 4) == 0) {
+		n++;
+		ck_assert_int_lt(n, 20);
+	}
+	/* Mostly long (1 short in 4): off, and it stays off. */
+	uint32_t on = 0;
+	for (int i = 0; i < 400; i++)
+		on += iw_rawdev_spin_wait_done(&s, i % 4 == 0 ? 4 : 300) != 0;
+	ck_assert_uint_lt(on, 20);
+	/* Mostly short (1 long in 4): on. */
+	for (int i = 0; i < 40; i++)
+		(void)iw_rawdev_spin_wait_done(&s, 4);
+	on = 0;
+	for (int i = 0; i < 400; i++)
+		on += iw_rawdev_spin_wait_done(&s, i % 4 == 0 ? 300 : 4) != 0;
+	ck_assert_uint_eq(on, 400);
+	/* No budget configured: never spins. */
+	iw_rawdev_spin_init(&s, 0);
+	for (int i = 0; i < 10; i++)
+		ck_assert_uint_eq(iw_rawdev_spin_wait_done(&s, 0), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("rawdev");
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, rearm_rule);
+	tcase_add_test(tc, spin_rule);
 	tcase_add_test(tc, peek_runs_without_epoll);
 	tcase_add_test(tc, peek_fair_to_fds);
 	tcase_add_test(tc, peek_spin_finds_work);

@@ -190,7 +190,10 @@ static void rt_tx(struct iw_stream *st)
 		t->pend_len = k;
 		break; /* TCP just said no: retry on its next ACK */
 	}
-	if (!iw_stream_closed(st))
+	/* Inside a device pass (rt_user_cb) the pass flushes once after all
+	 * its users (tell_users): a flush here too was one more output walk
+	 * and timer check per message. */
+	if (!iw_stream_closed(st) && !t->dev->in_pass)
 		iw_rawdev_flush(t->dev);
 }
 

@@ -89,6 +89,7 @@ int iw_rawdev_open(const struct iw_rawdev_cfg *cfg, struct iw_rawdev **out, cons
 		}
 		d->peek.spin_us = (uint32_t)v;
 	}
+	iw_rawdev_spin_init(&d->spin, d->peek.spin_us);
 
 	bool offload = !cfg->no_offload;
 	const char *off_env = getenv("IWARP_RAW_OFFLOAD");
@@ -182,12 +183,14 @@ void iw_rawdev_close(struct iw_rawdev *d)
 		iw_pktio_get_stats(d->pio, &ps);
 		fprintf(stderr,
 			"iwarp raw dev: polls %" PRIu64 ", flushes %" PRIu64 ", frames in %" PRIu64 ", timer runs %" PRIu64
-			", timer rearms %" PRIu64 ", spin hits %" PRIu64 ", tx dropped %" PRIu64
+			", timer rearms %" PRIu64 ", spin hits %" PRIu64 ", waits short %" PRIu64 " long %" PRIu64
+			" unspun %" PRIu64 ", tx dropped %" PRIu64
 			"; pktio rx %" PRIu64 " frames, kernel drops %" PRIu64 ", truncated %" PRIu64
 			", tx %" PRIu64 " frames in %" PRIu64 " flushes, ring full %" PRIu64 "; offload %d: rx csum ok %" PRIu64
 			", rx gso %" PRIu64 ", tx gso %" PRIu64 " (%" PRIu64 " bytes)\n",
 			d->st.polls, d->st.flushes, d->st.frames_in, d->st.timer_runs, d->st.timer_rearms, d->st.spin_hits,
-			d->st.tx_dropped, ps.rx_frames, ps.rx_kernel_drops, ps.rx_truncated, ps.tx_frames,
+			d->st.waits_short, d->st.waits_long, d->st.waits_unspun, d->st.tx_dropped, ps.rx_frames,
+			ps.rx_kernel_drops, ps.rx_truncated, ps.tx_frames,
 			ps.tx_flushes, ps.tx_ring_full, (int)iw_pktio_offload(d->pio), ps.rx_csum_ok, ps.rx_gso, ps.tx_gso,
 			ps.tx_gso_bytes);
 		/* What the host did with unsolicited traffic (floods). */
@@ -252,6 +255,18 @@ int iw_rawdev_poll(struct iw_rawdev *d)
 	}
 	d->st.frames_in += (uint64_t)total;
 	uint64_t now = iw_rawdev_now_us();
+	if (total && d->waiting) {
+		/* A wait ended: does the spin pay? (See struct iw_rawdev_spin.) */
+		uint64_t w = now > d->wait_t0 ? now - d->wait_t0 : 0;
+		if (!d->peek.spin_us)
+			d->st.waits_unspun++;
+		if (w <= d->spin.max_us)
+			d->st.waits_short++;
+		else
+			d->st.waits_long++;
+		d->peek.spin_us = iw_rawdev_spin_wait_done(&d->spin, w);
+		d->waiting = false;
+	}
 	if (iwn_net_next_deadline(&d->net) <= now) {
 		d->st.timer_runs++;
 		iwn_net_timers(&d->net, now);
@@ -276,6 +291,25 @@ int iw_rawdev_poll(struct iw_rawdev *d)
 static uint64_t ceil_ms(uint64_t us)
 {
 	return us / 1000u + (us % 1000u != 0);
+}
+
+void iw_rawdev_spin_init(struct iw_rawdev_spin *s, uint32_t max_us)
+{
+	s->max_us = max_us;
+	s->hit_avg = 256; /* spin until the waits say otherwise */
+}
+
+uint32_t iw_rawdev_spin_wait_done(struct iw_rawdev_spin *s, uint64_t wait_us)
+{
+	if (!s->max_us)
+		return 0;
+	uint32_t hit = wait_us <= s->max_us ? 256u : 0u;
+	/* avg += (hit - avg) / 8, in unsigned steps */
+	if (hit > s->hit_avg)
+		s->hit_avg += (hit - s->hit_avg + 7) / 8;
+	else
+		s->hit_avg -= (s->hit_avg - hit) / 8;
+	return s->hit_avg >= 128 ? s->max_us : 0;
 }
 
 bool iw_rawdev_rearm_needed(bool armed, uint64_t armed_ms, uint64_t deadline_us)
@@ -340,7 +374,14 @@ static void on_timer(struct iw_timer *t)
 static bool peek_ready(struct iw_peek *p)
 {
 	struct iw_rawdev *d = (struct iw_rawdev *)((char *)p - offsetof(struct iw_rawdev, peek));
-	return iw_pktio_rx_ready(d->pio);
+	if (iw_pktio_rx_ready(d->pio))
+		return true;
+	/* A wait begins: one clock read (not one per check of a spin). */
+	if (!d->waiting && d->spin.max_us) {
+		d->waiting = true;
+		d->wait_t0 = iw_rawdev_now_us();
+	}
+	return false;
 }
 
 static void peek_run(struct iw_peek *p)

@@ -37,7 +37,9 @@ struct iw_rawdev_cfg {
 	 * receive ring this long (us): a reply that arrives within it is
 	 * seen without a sleep and wake-up. 0: IW_RAWDEV_SPIN_DEFAULT_US;
 	 * IW_RAWDEV_SPIN_OFF: no spin. The environment variable
-	 * IWARP_RAW_SPIN_US (0 = off) overrides it. */
+	 * IWARP_RAW_SPIN_US (0 = off) overrides it. The spin is adaptive
+	 * (struct iw_rawdev_spin): it stops while most waits for frames last
+	 * longer than this, and comes back when they get short again. */
 	uint32_t spin_us;
 	/* Seeded impairment in pktio (ppm, see pktio.h); 0: none. */
 	uint32_t drop_ppm, reorder_ppm;
@@ -57,11 +59,34 @@ struct iw_rawdev_user {
 	struct iw_rawdev_user *next;
 };
 
+/* The adaptive receive spin. A spin pays only when the frame comes within
+ * it; a wait longer than the budget burns the whole budget and then
+ * sleeps anyway. A bulk receiver (or a sender waiting for ACKs) waits
+ * mostly longer than that (the peer builds and sends a batch of 64 KiB
+ * super-segments in between), so there the spin was CPU spent waiting,
+ * counted in CPU per GB; a request/response pattern waits a round trip
+ * and keeps it. The rule: a moving share of the recent waits (ended by
+ * frames) that lasted at most max_us; the budget is max_us while at least
+ * half of them did, else 0. A wait is measured whether or not we spun
+ * (from the first empty ring check to the pass that received), so waits
+ * that get short again turn the spin back on. */
+struct iw_rawdev_spin {
+	uint32_t max_us;  /* the configured budget; 0: never spin */
+	uint32_t hit_avg; /* share of short waits, in 1/256 (moving, 1/8 per wait) */
+};
+void iw_rawdev_spin_init(struct iw_rawdev_spin *s, uint32_t max_us);
+/* A wait for frames lasted wait_us: the budget for the next one (us). */
+uint32_t iw_rawdev_spin_wait_done(struct iw_rawdev_spin *s, uint64_t wait_us);
+
 struct iw_rawdev_stats {
 	uint64_t polls, frames_in, timer_runs;
 	uint64_t flushes;      /* iw_rawdev_flush calls (each may move the timer) */
 	uint64_t timer_rearms; /* context timer moved (timerfd syscalls) */
 	uint64_t spin_hits;    /* progress found frames in the ring without a syscall */
+	/* Waits for frames (from an empty ring check to frames) that lasted
+	 * at most / more than the spin budget, and those that began with the
+	 * spin off (struct iw_rawdev_spin). */
+	uint64_t waits_short, waits_long, waits_unspun;
 	uint64_t tx_dropped; /* transmit ring still full after a flush */
 	/* Raw transports on this device: FPDUs placed out of order. */
 	uint64_t ooo_fpdus_placed, ooo_bytes_placed;
@@ -79,6 +104,9 @@ struct iw_rawdev {
 	struct iw_peek peek; /* the ring, checked in memory before epoll_wait */
 	struct iw_rawdev_user *users;
 	bool in_pass; /* users are being told: no recursion */
+	struct iw_rawdev_spin spin;
+	bool waiting;     /* the ring was found empty since the last frames */
+	uint64_t wait_t0; /* then (us) */
 };
 
 /* 0 or a negative errno (those of iw_pktio_open, -EINVAL for a bad
