@@ -386,7 +386,9 @@ int iw_mpa_tx_build_frame_inl(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu
 			p += payload[i].iov_len;
 		}
 	memset(fpdu->trailer, 0, sizeof(fpdu->trailer));
-	memset(p, 0, pad);
+	/* Pad (0..3 bytes) zeroed with one fixed store: room holds pad + CRC
+	 * behind p (checked above) and the CRC overwrites the rest. */
+	memset(p, 0, IW_MPA_CRC_LEN);
 	if (tx->crc)
 		iw_crc32c_put_wire(fpdu->trailer + pad,
 				   iw_crc32c_final(iw_crc32c_update(iw_crc32c_init(), len_at,

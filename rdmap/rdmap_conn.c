@@ -614,7 +614,7 @@ void iw_rdmap_rx_commit(struct iw_rdmap_conn *c, size_t n)
 /* ------------------------------------------------------------------ */
 /* Transmit                                                            */
 
-static bool response_ready(struct iw_rdmap_conn *c)
+static inline bool response_ready(struct iw_rdmap_conn *c)
 {
 	if (c->ird_next == c->ird_tail)
 		return false;
@@ -626,7 +626,7 @@ static bool response_ready(struct iw_rdmap_conn *c)
 	return !e->is_atomic || e->executed || c->ird_head == c->ird_next;
 }
 
-static bool sq_ready(struct iw_rdmap_conn *c)
+static inline bool sq_ready(struct iw_rdmap_conn *c)
 {
 	if (c->sq_next == c->sq_tail)
 		return false;
@@ -825,7 +825,12 @@ bool iw_rdmap_tx_pending(const struct iw_rdmap_conn *cc)
 		return true;
 	if (c->state != IW_RDMAP_ST_RTS)
 		return false;
-	return c->cur.active || response_ready(c) || sq_ready(c);
+	if (c->cur.active)
+		return true;
+	/* Nothing queued at all: the common answer after a send. */
+	if (c->ird_next == c->ird_tail && c->sq_next == c->sq_tail)
+		return false;
+	return response_ready(c) || sq_ready(c);
 }
 
 int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, size_t max_bytes,
@@ -1006,13 +1011,19 @@ int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr)
 		return -EINVAL; /* an iWARP READ sink is one STag: one contiguous buffer */
 	if (c->sq_tail - c->sq_head >= c->mem.sq_depth)
 		return -ENOSPC;
-	size_t len = sgl_len(wr->sgl, wr->nsge);
+	uint32_t si = c->sq_tail % c->mem.sq_depth;
+	struct iw_rdmap_sq_entry *e = &c->mem.sq[si];
+	/* The slot's SGE room, by index: nothing per slot is set up at init.
+	 * The slot is free (checked above), so the SGEs are copied while
+	 * summed; a refused WR leaves only dead bytes there. */
+	struct iovec *sgl = c->mem.sgl_pool + (size_t)si * c->mem.max_sge;
+	size_t len = 0;
+	for (int i = 0; i < wr->nsge; i++) {
+		sgl[i] = wr->sgl[i];
+		len += wr->sgl[i].iov_len;
+	}
 	if (len > UINT32_MAX)
 		return -EINVAL;
-	struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_tail);
-	/* The slot's SGE room, by index: nothing per slot is set up at init. */
-	struct iovec *sgl = c->mem.sgl_pool + (size_t)(c->sq_tail % c->mem.sq_depth) * c->mem.max_sge;
-	memcpy(sgl, wr->sgl, (size_t)wr->nsge * sizeof(*sgl));
 	e->wr = (struct iw_rdmap_sq_wr){
 		.cookie = wr->cookie,
 		.opcode = wr->opcode,
