@@ -55,9 +55,21 @@ static void fail_with(struct iw_rdmap_conn *c, struct iw_term_cause cause, const
 	emit(c, &ev);
 }
 
+/* The received ULP header, copied out of the deframer only when a
+ * Terminate or a Read Request needs it (MPA keeps it until the next FPDU's
+ * header): most segments never do. */
+static uint8_t *rx_head(struct iw_rdmap_conn *c)
+{
+	if (c->rx.hdr_src) {
+		memcpy(c->rx.ulpdu_head, c->rx.hdr_src, c->rx.hdr_len);
+		c->rx.hdr_src = NULL;
+	}
+	return c->rx.ulpdu_head;
+}
+
 static void fail_rx(struct iw_rdmap_conn *c, struct iw_term_cause cause)
 {
-	fail_with(c, cause, c->rx.ulpdu_head, c->rx.hdr_len, c->rx.ulpdu_len);
+	fail_with(c, cause, rx_head(c), c->rx.hdr_len, c->rx.ulpdu_len);
 }
 
 void iw_rdmap_fail(struct iw_rdmap_conn *c, struct iw_term_cause cause)
@@ -236,7 +248,7 @@ static void on_header(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *ev)
 
 	c->rx.ird_overflow = false;
 	c->rx.dest_gone = false;
-	memcpy(c->rx.ulpdu_head, ev->hdr, ev->hdr_len);
+	c->rx.hdr_src = ev->hdr;
 	c->rx.hdr_len = ev->hdr_len;
 	c->rx.ulpdu_len = ev->ulpdu_len;
 	/* MPA delivers the length the control field asks for, so this
@@ -276,7 +288,7 @@ static void on_read_request(struct iw_rdmap_conn *c)
 	if (c->rx.ird_overflow) {
 		/* Atomic Requests count against IRD like reads (RFC 7306). */
 		if (c->rx.opcode == IW_OP_READ_REQ) {
-			memcpy(c->rx.ulpdu_head + c->rx.hdr_len, c->ird_overflow, IW_RDMAP_READ_REQ_LEN);
+			memcpy(rx_head(c) + c->rx.hdr_len, c->ird_overflow, IW_RDMAP_READ_REQ_LEN);
 			c->rx.hdr_len = (uint16_t)(c->rx.hdr_len + IW_RDMAP_READ_REQ_LEN);
 		}
 		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_CATA_STREAM));
@@ -291,7 +303,7 @@ static void on_read_request(struct iw_rdmap_conn *c)
 
 	/* Errors about a Read Request copy its body into the Terminate;
 	 * the decoded form then takes the body's room. */
-	memcpy(c->rx.ulpdu_head + c->rx.hdr_len, e->raw, IW_RDMAP_READ_REQ_LEN);
+	memcpy(rx_head(c) + c->rx.hdr_len, e->raw, IW_RDMAP_READ_REQ_LEN);
 	iw_rdmap_read_req_decode(e->raw, &dec);
 	*r = dec;
 	c->rx.hdr_len = (uint16_t)(c->rx.hdr_len + IW_RDMAP_READ_REQ_LEN);

@@ -250,6 +250,7 @@ struct iw_rdmap_tx_cur {
 struct iw_rdmap_rx_cur {
 	struct iw_ddp_segment seg;
 	uint8_t ulpdu_head[IW_MPA_RX_MAX_HDR + IW_RDMAP_MAX_BODY]; /* for a Terminate copy */
+	const uint8_t *hdr_src; /* the header in the deframer, not yet copied to ulpdu_head */
 	uint16_t hdr_len;
 	uint16_t ulpdu_len;
 	uint8_t opcode;
