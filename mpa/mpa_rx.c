@@ -624,8 +624,3 @@ bool iw_mpa_rx_drop_sink(struct iw_mpa_rx *rx)
 	rx->sink_off = 0;
 	return true;
 }
-
-bool iw_mpa_rx_at_boundary(const struct iw_mpa_rx *rx)
-{
-	return rx->state == IW_MPA_RX_S_LEN && rx->have == 0 && rx->stream_off == rx->fpdu_start;
-}

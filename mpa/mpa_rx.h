@@ -147,6 +147,9 @@ void iw_mpa_rx_set_sink(struct iw_mpa_rx *rx, const struct iovec *sink, int nsin
 bool iw_mpa_rx_drop_sink(struct iw_mpa_rx *rx);
 
 /* True between FPDUs (no partial FPDU buffered): a clean place to stop. */
-bool iw_mpa_rx_at_boundary(const struct iw_mpa_rx *rx);
+static inline bool iw_mpa_rx_at_boundary(const struct iw_mpa_rx *rx)
+{
+	return rx->state == IW_MPA_RX_S_LEN && rx->have == 0 && rx->stream_off == rx->fpdu_start;
+}
 
 #endif

@@ -445,7 +445,10 @@ static inline uint8_t iw_rdmap_rx_opcode(const struct iw_rdmap_conn *c)
 
 /* The inbound stream stopped inside an FPDU: the peer's end of stream
  * here lost data. */
-bool iw_rdmap_rx_mid_fpdu(const struct iw_rdmap_conn *c);
+static inline bool iw_rdmap_rx_mid_fpdu(const struct iw_rdmap_conn *c)
+{
+	return !iw_mpa_rx_at_boundary(&c->mpa_rx); /* inline: the kernel-TCP transport asks per read */
+}
 
 /* What the transports ask (they pick a receive mode and batch writes by
  * these): the configuration the connection was made with; FPDUs handed

@@ -320,10 +320,30 @@ void iw_rq_entry_move(struct iw_rq_entry *dst, struct iw_rq_entry *src);
  * stops at the first bad WR, *bad_wr points at it). */
 int iw_rq_post(struct iw_context *ctx, struct iw_pd *pd, struct iw_rq *rq, struct iw_recv_wr *wr,
 	       struct iw_recv_wr **bad_wr);
-struct iw_rq_entry *iw_rq_head(struct iw_rq *rq);
-void iw_rq_pop(struct iw_rq *rq);
+/* Inline: each runs once per received message. */
+static inline struct iw_rq_entry *iw_rq_head(struct iw_rq *rq)
+{
+	return rq->count ? &rq->ring[rq->head] : NULL;
+}
+
+static inline void iw_rq_pop(struct iw_rq *rq)
+{
+	if (!rq->count)
+		return;
+	rq->head = rq->head + 1 == rq->cap ? 0 : rq->head + 1;
+	rq->count--;
+}
+
 /* Release the regions an entry holds. */
-void iw_rq_entry_release(struct iw_rq_entry *e);
+static inline void iw_rq_entry_release(struct iw_rq_entry *e)
+{
+	for (int i = 0; i < e->nsge; i++) {
+		if (e->mr[i])
+			e->mr[i]->in_use--;
+		e->mr[i] = NULL;
+	}
+	e->nsge = 0;
+}
 
 /* ------------------------------------------------------------------ */
 /* Queue pairs                                                         */
