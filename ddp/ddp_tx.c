@@ -75,8 +75,10 @@ int iw_ddp_tx_next(struct iw_ddp_tx_msg *m, size_t mulpdu, uint8_t *hdr, size_t 
 
 	/* Every small message: one segment carrying the whole message from at
 	 * most one iovec. The general path's checks hold by the conditions
-	 * (len fits the MULPDU, so MO cannot overflow); no slicing to do. */
-	if (!m->started && m->off == 0 && idx == 0 && soff == 0 && m->nsge <= 1 && htot <= IW_DDP_TX_MAX_HDR &&
+	 * (len fits the MULPDU, so MO cannot overflow); no slicing to do. Only
+	 * this function moves the progress fields, together with started:
+	 * before the first segment they are all zero. */
+	if (!m->started && m->nsge <= 1 && htot <= IW_DDP_TX_MAX_HDR &&
 	    (!m->ulp_ext_len || m->ulp_ext) && mulpdu >= htot && m->len <= mulpdu - htot &&
 	    (m->nsge == 0 ? m->len == 0 : (m->sgl[0].iov_len == m->len && (m->len == 0 || iov_cap >= 1)))) {
 		if (m->len) {

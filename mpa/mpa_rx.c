@@ -499,9 +499,10 @@ size_t iw_mpa_rx_feed(struct iw_mpa_rx *rx, const void *data, size_t len,
 	const uint8_t *p = data;
 	size_t done = 0;
 
-	memset(ev, 0, sizeof(*ev));
 	if (dead(rx, ev))
 		return 0;
+	/* A fast path that takes the bytes fills *ev itself; one that does
+	 * not has not touched it. */
 	if (!rx->cfg.markers) {
 		if (rx->state == IW_MPA_RX_S_LEN && rx->have == 0)
 			done = fast_head(rx, p, len, ev);
@@ -510,6 +511,7 @@ size_t iw_mpa_rx_feed(struct iw_mpa_rx *rx, const void *data, size_t len,
 		if (done)
 			return done;
 	}
+	memset(ev, 0, sizeof(*ev));
 	while (done < len) {
 		struct rx_cur c = cur_get(rx);
 		enum rx_kind k;
