@@ -884,11 +884,21 @@ int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, si
 		/* Small FPDUs are copied whole into the slot (one iovec, one CRC
 		 * pass); larger ones skip the inline builder's checks. */
 		const size_t room = sizeof(slot->head) - IW_MPA_LEN_FIELD;
-		int ni = hdr_len + payload_len + IW_MPA_PAD_MAX + IW_MPA_CRC_LEN <= room
-				 ? iw_mpa_tx_build_frame_inl(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, room,
-							     payload, np, iov + n_iov, iov_cap - n_iov)
-				 : iw_mpa_tx_build_frame_hr(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, payload,
-							    np, iov + n_iov, iov_cap - n_iov);
+		bool small = hdr_len + payload_len + IW_MPA_PAD_MAX + IW_MPA_CRC_LEN <= room;
+		int ni;
+		if (small && np <= 1 && !c->cfg.markers_tx && n_iov < iov_cap) {
+			/* The usual small message: the payload (one piece) goes
+			 * behind the header here, MPA only frames it. */
+			if (np)
+				memcpy(hdr + hdr_len, payload[0].iov_base, payload_len);
+			iw_mpa_tx_frame_contig(&c->mpa_tx, &slot->fpdu, hdr, hdr_len + payload_len, iov + n_iov);
+			ni = 1;
+		} else {
+			ni = small ? iw_mpa_tx_build_frame_inl(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, room, payload, np,
+							       iov + n_iov, iov_cap - n_iov)
+				   : iw_mpa_tx_build_frame_hr(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, payload, np,
+							      iov + n_iov, iov_cap - n_iov);
+		}
 		if (ni < 0) {
 			m->off = s_off;
 			m->sge_off = s_sge_off;
