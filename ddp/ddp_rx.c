@@ -182,21 +182,3 @@ int iw_ddp_rx_begin_decoded(struct iw_ddp_rx *rx, const struct iw_ddp_hdr *h, si
 	seg->ndest = 0;
 	return rx_begin(rx, payload_len, seg, cause);
 }
-
-bool iw_ddp_rx_end(struct iw_ddp_rx *rx, const struct iw_ddp_segment *seg)
-{
-	struct iw_ddp_rx_queue *q;
-
-	if (seg->hdr.tagged)
-		return seg->hdr.last;
-	if (seg->hdr.qn >= IW_DDP_RX_NUM_QN) /* never passed rx_begin */
-		return false;
-	q = &rx->q[seg->hdr.qn];
-	q->mo += (uint32_t)seg->payload_len;
-	if (seg->hdr.last) {
-		q->msn++; /* wraps modulo 2^32 */
-		q->mo = 0;
-		return true;
-	}
-	return false;
-}

@@ -409,7 +409,15 @@ static size_t fast_head(struct iw_mpa_rx *rx, const uint8_t *p, size_t len, stru
 	rx->hdr_len = hl;
 	rx->min_ulpdu = min;
 	rx->have = hl;
-	memcpy(rx->hdr, p + IW_MPA_LEN_FIELD, hl);
+	/* Fixed sizes for the two common header lengths (18 and 14, DDP's
+	 * untagged and tagged headers; only a copy hint, MPA does not depend
+	 * on DDP): a few moves instead of a variable-length copy. */
+	if (hl == 18)
+		memcpy(rx->hdr, p + IW_MPA_LEN_FIELD, 18);
+	else if (hl == 14)
+		memcpy(rx->hdr, p + IW_MPA_LEN_FIELD, 14);
+	else
+		memcpy(rx->hdr, p + IW_MPA_LEN_FIELD, hl);
 	if (rx->cfg.crc) {
 		size_t body = (size_t)IW_MPA_LEN_FIELD + ulen + iw_mpa_pad_len(ulen);
 
