@@ -827,21 +827,10 @@ static void message_built(struct iw_rdmap_conn *c, struct iw_rdmap_tx_slot *slot
 	cur->active = false;
 }
 
-bool iw_rdmap_tx_pending(const struct iw_rdmap_conn *cc)
+bool iw_rdmap_tx_ready(const struct iw_rdmap_conn *cc)
 {
 	struct iw_rdmap_conn *c = (struct iw_rdmap_conn *)cc;
 
-	if (c->tx_count >= c->mem.n_tx)
-		return false;
-	if (c->term_queued)
-		return true;
-	if (c->state != IW_RDMAP_ST_RTS)
-		return false;
-	if (c->cur.active)
-		return true;
-	/* Nothing queued at all: the common answer after a send. */
-	if (c->ird_next == c->ird_tail && c->sq_next == c->sq_tail)
-		return false;
 	return response_ready(c) || sq_ready(c);
 }
 

@@ -344,8 +344,26 @@ int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, si
 /* The transport wrote n more bytes of what was pulled (in order). */
 void iw_rdmap_tx_ack(struct iw_rdmap_conn *c, size_t n);
 
-/* True when something could be pulled now. */
-bool iw_rdmap_tx_pending(const struct iw_rdmap_conn *c);
+/* A queued response or WR may start now (its fence, ORD and the response
+ * order allow it). */
+bool iw_rdmap_tx_ready(const struct iw_rdmap_conn *c);
+
+/* True when something could be pulled now. Inline: transports ask after
+ * every write and every read, and the answer is usually in the counters. */
+static inline bool iw_rdmap_tx_pending(const struct iw_rdmap_conn *c)
+{
+	if (c->tx_count >= c->mem.n_tx)
+		return false;
+	if (c->term_queued)
+		return true;
+	if (c->state != IW_RDMAP_ST_RTS)
+		return false;
+	if (c->cur.active)
+		return true;
+	if (c->ird_next == c->ird_tail && c->sq_next == c->sq_tail)
+		return false; /* nothing queued at all: the common answer after a send */
+	return iw_rdmap_tx_ready(c);
+}
 
 /* Copy-mode receive. Returns bytes consumed (< len only once the stream
  * has stopped). */
