@@ -72,27 +72,6 @@ static int rx_tagged(struct iw_ddp_rx *rx, struct iw_ddp_segment *seg, struct iw
 	return 0;
 }
 
-/* Slice [mo, mo + len) out of sgl into seg->dest. The caller checked that
- * the range lies within the buffer and nsge <= IW_DDP_MAX_SGE. */
-static void place_untagged(const struct iovec *sgl, int nsge, size_t mo, size_t len,
-			   struct iw_ddp_segment *seg)
-{
-	for (int i = 0; i < nsge && len > 0; i++) {
-		size_t l = sgl[i].iov_len, chunk;
-
-		if (mo >= l) { /* wholly before the offset, or empty */
-			mo -= l;
-			continue;
-		}
-		chunk = l - mo < len ? l - mo : len;
-		seg->dest[seg->ndest].iov_base = (uint8_t *)sgl[i].iov_base + mo;
-		seg->dest[seg->ndest].iov_len = chunk;
-		seg->ndest++;
-		len -= chunk;
-		mo = 0;
-	}
-}
-
 static int rx_untagged(struct iw_ddp_rx *rx, struct iw_ddp_segment *seg,
 		       struct iw_term_cause *cause)
 {
@@ -128,18 +107,36 @@ static int rx_untagged(struct iw_ddp_rx *rx, struct iw_ddp_segment *seg,
 		*cause = CAUSE_LOCAL_CATA;
 		return -1;
 	}
+	/* One pass: check each iovec, sum the buffer and slice [MO, MO + len)
+	 * out of it into seg->dest (nsge <= IW_DDP_MAX_SGE, so it fits). The
+	 * slices are only used when the range lies within the buffer, checked
+	 * after the pass; on failure rx_begin drops them. */
+	size_t mo = h->mo, want = len;
 	for (int i = 0; i < nsge; i++) {
-		if (sgl[i].iov_len > SIZE_MAX - total || (sgl[i].iov_len && !sgl[i].iov_base)) {
+		size_t l = sgl[i].iov_len, chunk;
+
+		if (l > SIZE_MAX - total || (l && !sgl[i].iov_base)) {
 			*cause = CAUSE_LOCAL_CATA;
 			return -1;
 		}
-		total += sgl[i].iov_len;
+		total += l;
+		if (want == 0)
+			continue;
+		if (mo >= l) { /* wholly before the offset, or empty */
+			mo -= l;
+			continue;
+		}
+		chunk = l - mo < want ? l - mo : want;
+		seg->dest[seg->ndest].iov_base = (uint8_t *)sgl[i].iov_base + mo;
+		seg->dest[seg->ndest].iov_len = chunk;
+		seg->ndest++;
+		want -= chunk;
+		mo = 0;
 	}
 	if (len > total || h->mo > total - len) {
 		*cause = CAUSE_U(IW_ECODE_DDP_U_TOO_LONG);
 		return -1;
 	}
-	place_untagged(sgl, nsge, h->mo, len, seg);
 	return 0;
 }
 
@@ -184,22 +181,4 @@ int iw_ddp_rx_begin_decoded(struct iw_ddp_rx *rx, const struct iw_ddp_hdr *h, si
 	seg->hdr = *h;
 	seg->ndest = 0;
 	return rx_begin(rx, payload_len, seg, cause);
-}
-
-bool iw_ddp_rx_end(struct iw_ddp_rx *rx, const struct iw_ddp_segment *seg)
-{
-	struct iw_ddp_rx_queue *q;
-
-	if (seg->hdr.tagged)
-		return seg->hdr.last;
-	if (seg->hdr.qn >= IW_DDP_RX_NUM_QN) /* never passed rx_begin */
-		return false;
-	q = &rx->q[seg->hdr.qn];
-	q->mo += (uint32_t)seg->payload_len;
-	if (seg->hdr.last) {
-		q->msn++; /* wraps modulo 2^32 */
-		q->mo = 0;
-		return true;
-	}
-	return false;
 }

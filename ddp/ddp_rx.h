@@ -80,7 +80,23 @@ int iw_ddp_rx_begin_decoded(struct iw_ddp_rx *rx, const struct iw_ddp_hdr *h, si
 
 /* The segment's FPDU completed cleanly: advance the queue state. Returns
  * true when it completed an untagged message (L=1) or a tagged message. */
-bool iw_ddp_rx_end(struct iw_ddp_rx *rx, const struct iw_ddp_segment *seg);
+static inline bool iw_ddp_rx_end(struct iw_ddp_rx *rx, const struct iw_ddp_segment *seg)
+{
+	struct iw_ddp_rx_queue *q; /* inline: once per received FPDU */
+
+	if (seg->hdr.tagged)
+		return seg->hdr.last;
+	if (seg->hdr.qn >= IW_DDP_RX_NUM_QN) /* never passed rx_begin */
+		return false;
+	q = &rx->q[seg->hdr.qn];
+	q->mo += (uint32_t)seg->payload_len;
+	if (seg->hdr.last) {
+		q->msn++; /* wraps modulo 2^32 */
+		q->mo = 0;
+		return true;
+	}
+	return false;
+}
 
 /* Map a lookup status to its Terminate cause. */
 struct iw_term_cause iw_ddp_stag_cause(enum iw_stag_status st);

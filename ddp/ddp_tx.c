@@ -38,15 +38,31 @@ void iw_ddp_tx_msg_untagged(struct iw_ddp_tx_msg *m, uint8_t ulp_ctrl, uint32_t 
 	m->msn = msn;
 }
 
-bool iw_ddp_tx_done(const struct iw_ddp_tx_msg *m)
-{
-	return m->started && m->off == m->len;
-}
-
 static void *slice_base(const struct iovec *v, size_t off)
 {
 	/* NULL + 0 is undefined in C; only a non-empty entry gets an offset. */
 	return off ? (uint8_t *)v->iov_base + off : v->iov_base;
+}
+
+/* The header straight into hdr, the bytes iw_ddp_hdr_encode writes
+ * (version IW_DDP_VERSION, reserved bits zero), without building a struct
+ * iw_ddp_hdr per segment (unit_ddp_tx checks both agree). */
+static inline void put_hdr(const struct iw_ddp_tx_msg *m, uint8_t *hdr, size_t base_len, bool last)
+{
+	hdr[0] = (uint8_t)(IW_DDP_VERSION | (m->tagged ? IW_DDP_CTRL_TAGGED : 0) | (last ? IW_DDP_CTRL_LAST : 0));
+	hdr[1] = m->ulp_ctrl;
+	if (m->tagged) {
+		iw_put_be32(hdr + 2, m->stag);
+		/* a wrap is the ULP's bug; the peer catches it */
+		iw_put_be64(hdr + 6, m->to + (uint64_t)m->off);
+	} else {
+		iw_put_be32(hdr + 2, m->ulp_word);
+		iw_put_be32(hdr + 6, m->qn);
+		iw_put_be32(hdr + 10, m->msn);
+		iw_put_be32(hdr + 14, (uint32_t)m->off);
+	}
+	if (m->ulp_ext_len)
+		memcpy(hdr + base_len, m->ulp_ext, m->ulp_ext_len);
 }
 
 int iw_ddp_tx_next(struct iw_ddp_tx_msg *m, size_t mulpdu, uint8_t *hdr, size_t *hdr_len,
@@ -56,6 +72,27 @@ int iw_ddp_tx_next(struct iw_ddp_tx_msg *m, size_t mulpdu, uint8_t *hdr, size_t 
 	size_t htot = base_len + m->ulp_ext_len;
 	size_t remaining, budget, take = 0, soff = m->sge_off;
 	int idx = m->sge_idx, n = 0;
+
+	/* Every small message: one segment carrying the whole message from at
+	 * most one iovec. The general path's checks hold by the conditions
+	 * (len fits the MULPDU, so MO cannot overflow); no slicing to do. Only
+	 * this function moves the progress fields, together with started:
+	 * before the first segment they are all zero. */
+	if (!m->started && m->nsge <= 1 && htot <= IW_DDP_TX_MAX_HDR &&
+	    (!m->ulp_ext_len || m->ulp_ext) && mulpdu >= htot && m->len <= mulpdu - htot &&
+	    (m->nsge == 0 ? m->len == 0 : (m->sgl[0].iov_len == m->len && (m->len == 0 || iov_cap >= 1)))) {
+		if (m->len) {
+			iov[0] = m->sgl[0];
+			n = 1;
+		}
+		put_hdr(m, hdr, base_len, true);
+		*hdr_len = htot;
+		*payload_len = m->len;
+		m->off = m->len;
+		m->sge_idx = m->nsge;
+		m->started = true;
+		return n;
+	}
 
 	if (iw_ddp_tx_done(m) || m->off > m->len)
 		return -EINVAL;
@@ -107,24 +144,7 @@ int iw_ddp_tx_next(struct iw_ddp_tx_msg *m, size_t mulpdu, uint8_t *hdr, size_t 
 		/* Out of iovec room, or m->len claims more than sgl holds. */
 		return idx < m->nsge ? -ENOBUFS : -EINVAL;
 
-	/* The header straight into hdr, the bytes iw_ddp_hdr_encode writes
-	 * (version IW_DDP_VERSION, reserved bits zero), without building a
-	 * struct iw_ddp_hdr per segment (unit_ddp_tx checks both agree). */
-	hdr[0] = (uint8_t)(IW_DDP_VERSION | (m->tagged ? IW_DDP_CTRL_TAGGED : 0) |
-			   (m->off + take == m->len ? IW_DDP_CTRL_LAST : 0));
-	hdr[1] = m->ulp_ctrl;
-	if (m->tagged) {
-		iw_put_be32(hdr + 2, m->stag);
-		/* a wrap is the ULP's bug; the peer catches it */
-		iw_put_be64(hdr + 6, m->to + (uint64_t)m->off);
-	} else {
-		iw_put_be32(hdr + 2, m->ulp_word);
-		iw_put_be32(hdr + 6, m->qn);
-		iw_put_be32(hdr + 10, m->msn);
-		iw_put_be32(hdr + 14, (uint32_t)m->off);
-	}
-	if (m->ulp_ext_len)
-		memcpy(hdr + base_len, m->ulp_ext, m->ulp_ext_len);
+	put_hdr(m, hdr, base_len, m->off + take == m->len);
 	*hdr_len = htot;
 	*payload_len = take;
 

@@ -44,8 +44,12 @@ void iw_ddp_tx_msg_tagged(struct iw_ddp_tx_msg *m, uint8_t ulp_ctrl, uint32_t st
 void iw_ddp_tx_msg_untagged(struct iw_ddp_tx_msg *m, uint8_t ulp_ctrl, uint32_t ulp_word,
 			    uint32_t qn, uint32_t msn, const struct iovec *sgl, int nsge);
 
-/* True once the segment carrying L=1 has been produced. */
-bool iw_ddp_tx_done(const struct iw_ddp_tx_msg *m);
+/* True once the segment carrying L=1 has been produced. Inline: the
+ * engine asks once per FPDU built. */
+static inline bool iw_ddp_tx_done(const struct iw_ddp_tx_msg *m)
+{
+	return m->started && m->off == m->len;
+}
 
 /* Produce the next segment: header (+ ulp_ext) into hdr (IW_DDP_TX_MAX_HDR
  * bytes), payload slices into iov. mulpdu is the largest ULPDU (header +

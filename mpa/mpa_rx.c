@@ -273,11 +273,26 @@ static bool ctrl_done(struct iw_mpa_rx *rx, struct iw_mpa_rx_event *ev)
 	return false;
 }
 
+/* A whole-FPDU CRC is not going to be used: rx->crc covers the length
+ * field and the header, as if they had been summed when they arrived. */
+static void crc_unwhole(struct iw_mpa_rx *rx)
+{
+	uint8_t lb[IW_MPA_LEN_FIELD];
+
+	if (!rx->whole_pending)
+		return;
+	rx->whole_pending = false;
+	iw_put_be16(lb, rx->ulpdu_len);
+	rx->crc = iw_crc32c_update(iw_crc32c_init(), lb, sizeof(lb));
+	rx->crc = iw_crc32c_update(rx->crc, rx->hdr, rx->hdr_len);
+}
+
 /* n bytes of region kind k arrived; bytes points at them. Returns true
  * with *ev filled when an event happened. */
 static bool rx_consume(struct iw_mpa_rx *rx, enum rx_kind k, const uint8_t *bytes, size_t n,
                        struct iw_mpa_rx_event *ev)
 {
+	crc_unwhole(rx);
 	if (rx->cfg.crc && k != K_CRC &&
 	    !(k == K_MARKER && rx->state == IW_MPA_RX_S_TRAILER && rx->have > pad_len(rx)))
 		rx->crc = iw_crc32c_update(rx->crc, bytes, n);
@@ -394,9 +409,27 @@ static size_t fast_head(struct iw_mpa_rx *rx, const uint8_t *p, size_t len, stru
 	rx->hdr_len = hl;
 	rx->min_ulpdu = min;
 	rx->have = hl;
-	memcpy(rx->hdr, p + IW_MPA_LEN_FIELD, hl);
-	if (rx->cfg.crc)
-		rx->crc = iw_crc32c_update(rx->crc, p, (size_t)IW_MPA_LEN_FIELD + hl);
+	/* Fixed sizes for the two common header lengths (18 and 14, DDP's
+	 * untagged and tagged headers; only a copy hint, MPA does not depend
+	 * on DDP): a few moves instead of a variable-length copy. */
+	if (hl == 18)
+		memcpy(rx->hdr, p + IW_MPA_LEN_FIELD, 18);
+	else if (hl == 14)
+		memcpy(rx->hdr, p + IW_MPA_LEN_FIELD, 14);
+	else
+		memcpy(rx->hdr, p + IW_MPA_LEN_FIELD, hl);
+	if (rx->cfg.crc) {
+		size_t body = (size_t)IW_MPA_LEN_FIELD + ulen + iw_mpa_pad_len(ulen);
+
+		/* The whole FPDU is here: one CRC pass over all of it now. */
+		if (len >= body + IW_MPA_CRC_LEN) {
+			rx->crc_whole = iw_crc32c_final(iw_crc32c_update(rx->crc, p, body));
+			rx->whole_tail = p + IW_MPA_LEN_FIELD + hl;
+			rx->whole_pending = true;
+		} else {
+			rx->crc = iw_crc32c_update(rx->crc, p, (size_t)IW_MPA_LEN_FIELD + hl);
+		}
+	}
 	rx->stream_off += (uint32_t)(IW_MPA_LEN_FIELD + hl);
 	header_done(rx, ev);
 	return (size_t)IW_MPA_LEN_FIELD + hl;
@@ -419,8 +452,16 @@ static size_t fast_tail(struct iw_mpa_rx *rx, const uint8_t *p, size_t len, stru
 	total = left + pad + IW_MPA_CRC_LEN;
 	if (len < total)
 		return 0;
-	if (rx->cfg.crc)
-		rx->crc = iw_crc32c_update(rx->crc, p, left + pad);
+	uint32_t crc = 0;
+	if (rx->cfg.crc) {
+		if (rx->whole_pending && p == rx->whole_tail && rx->payload_done == 0) {
+			crc = rx->crc_whole; /* these very bytes were summed with the header */
+			rx->whole_pending = false;
+		} else {
+			crc_unwhole(rx);
+			crc = iw_crc32c_final(iw_crc32c_update(rx->crc, p, left + pad));
+		}
+	}
 	/* Verified placement of a payload wholly in this chunk: check the CRC
 	 * on the input, then copy once, straight to the caller's sink. */
 	bool direct = rx->nvsink && rx->payload_done == 0;
@@ -442,7 +483,7 @@ static size_t fast_tail(struct iw_mpa_rx *rx, const uint8_t *p, size_t len, stru
 	memcpy(rx->trailer, p + total - pad - IW_MPA_CRC_LEN, pad + IW_MPA_CRC_LEN);
 	rx->have = (uint16_t)(pad + IW_MPA_CRC_LEN);
 	rx->state = IW_MPA_RX_S_TRAILER;
-	if (rx->cfg.crc && iw_crc32c_final(rx->crc) != iw_crc32c_get_wire(rx->trailer + pad)) {
+	if (rx->cfg.crc && crc != iw_crc32c_get_wire(rx->trailer + pad)) {
 		fail(rx, ev, IW_ECODE_MPA_CRC);
 		return total;
 	}
@@ -466,9 +507,10 @@ size_t iw_mpa_rx_feed(struct iw_mpa_rx *rx, const void *data, size_t len,
 	const uint8_t *p = data;
 	size_t done = 0;
 
-	memset(ev, 0, sizeof(*ev));
 	if (dead(rx, ev))
 		return 0;
+	/* A fast path that takes the bytes fills *ev itself; one that does
+	 * not has not touched it. */
 	if (!rx->cfg.markers) {
 		if (rx->state == IW_MPA_RX_S_LEN && rx->have == 0)
 			done = fast_head(rx, p, len, ev);
@@ -477,6 +519,7 @@ size_t iw_mpa_rx_feed(struct iw_mpa_rx *rx, const void *data, size_t len,
 		if (done)
 			return done;
 	}
+	memset(ev, 0, sizeof(*ev));
 	while (done < len) {
 		struct rx_cur c = cur_get(rx);
 		enum rx_kind k;
@@ -590,9 +633,4 @@ bool iw_mpa_rx_drop_sink(struct iw_mpa_rx *rx)
 	rx->sink_idx = rx->nsink;
 	rx->sink_off = 0;
 	return true;
-}
-
-bool iw_mpa_rx_at_boundary(const struct iw_mpa_rx *rx)
-{
-	return rx->state == IW_MPA_RX_S_LEN && rx->have == 0 && rx->stream_off == rx->fpdu_start;
 }

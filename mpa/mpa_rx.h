@@ -109,12 +109,22 @@ struct iw_mpa_rx {
 	int sink_idx;
 	size_t sink_off;
 	struct iw_term_cause cause;
+	/* Copy mode, a whole FPDU in one chunk: its CRC was computed over all
+	 * of it with the header (one pass); crc_whole is the final value and
+	 * whole_tail where the chunk's payload starts. Used when the rest is
+	 * fed from there; any other path first restarts rx->crc from the
+	 * header (kept in hdr), so the result never depends on it. */
+	bool whole_pending;
+	uint32_t crc_whole;
+	const uint8_t *whole_tail;
 };
 
 void iw_mpa_rx_init(struct iw_mpa_rx *rx, const struct iw_mpa_rx_config *cfg);
 
 /* Copy-mode input: consume bytes from data until an event or the end.
- * Returns the number of bytes consumed and sets *ev. */
+ * Returns the number of bytes consumed and sets *ev. After a HEADER event
+ * the caller feeds the rest of the same chunk (data + consumed) or other
+ * memory, never bytes rewritten in place at data + consumed. */
 size_t iw_mpa_rx_feed(struct iw_mpa_rx *rx, const void *data, size_t len, struct iw_mpa_rx_event *ev);
 
 /* Zero-copy input: where the next stream bytes go. Returns the number of
@@ -137,6 +147,9 @@ void iw_mpa_rx_set_sink(struct iw_mpa_rx *rx, const struct iovec *sink, int nsin
 bool iw_mpa_rx_drop_sink(struct iw_mpa_rx *rx);
 
 /* True between FPDUs (no partial FPDU buffered): a clean place to stop. */
-bool iw_mpa_rx_at_boundary(const struct iw_mpa_rx *rx);
+static inline bool iw_mpa_rx_at_boundary(const struct iw_mpa_rx *rx)
+{
+	return rx->state == IW_MPA_RX_S_LEN && rx->have == 0 && rx->stream_off == rx->fpdu_start;
+}
 
 #endif

@@ -386,7 +386,9 @@ int iw_mpa_tx_build_frame_inl(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu
 			p += payload[i].iov_len;
 		}
 	memset(fpdu->trailer, 0, sizeof(fpdu->trailer));
-	memset(p, 0, pad);
+	/* Pad (0..3 bytes) zeroed with one fixed store: room holds pad + CRC
+	 * behind p (checked above) and the CRC overwrites the rest. */
+	memset(p, 0, IW_MPA_CRC_LEN);
 	if (tx->crc)
 		iw_crc32c_put_wire(fpdu->trailer + pad,
 				   iw_crc32c_final(iw_crc32c_update(iw_crc32c_init(), len_at,
@@ -399,4 +401,26 @@ int iw_mpa_tx_build_frame_inl(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fpdu
 	fpdu->wire_len = (uint32_t)wire;
 	tx->stream_off += fpdu->wire_len;
 	return 1;
+}
+
+void iw_mpa_tx_frame_contig(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fr, uint8_t *ulpdu, size_t ulpdu_len,
+			    struct iovec *iov)
+{
+	uint8_t *len_at = ulpdu - IW_MPA_LEN_FIELD, *p = ulpdu + ulpdu_len;
+	unsigned pad = iw_mpa_pad_len((unsigned)ulpdu_len);
+	size_t wire = IW_MPA_LEN_FIELD + ulpdu_len + pad + IW_MPA_CRC_LEN;
+
+	iw_put_be16(len_at, (uint16_t)ulpdu_len);
+	memcpy(fr->len_be, len_at, IW_MPA_LEN_FIELD);
+	memset(fr->trailer, 0, sizeof(fr->trailer));
+	memset(p, 0, IW_MPA_CRC_LEN); /* pad; the CRC overwrites the rest */
+	if (tx->crc)
+		iw_crc32c_put_wire(fr->trailer + pad, iw_crc32c_final(iw_crc32c_update(
+							      iw_crc32c_init(), len_at, IW_MPA_LEN_FIELD + ulpdu_len + pad)));
+	memcpy(p + pad, fr->trailer + pad, IW_MPA_CRC_LEN);
+	iov[0].iov_base = len_at;
+	iov[0].iov_len = wire;
+	fr->n_markers = 0;
+	fr->wire_len = (uint32_t)wire;
+	tx->stream_off += fr->wire_len;
 }

@@ -103,4 +103,13 @@ int iw_mpa_tx_build_frame_inl(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fr, 
 			      size_t hdr_len, size_t room, const struct iovec *payload,
 			      int npayload, struct iovec *iov, int iov_cap);
 
+/* The small FPDU of iw_mpa_tx_build_frame_inl when the caller already has
+ * the whole ULPDU (header and payload, ulpdu_len bytes) contiguous at
+ * ulpdu: no markers (the caller checks), IW_MPA_LEN_FIELD writable bytes
+ * before ulpdu and pad + CRC writable bytes after it. Writes one iovec to
+ * iov; the same wire bytes, frame record and stream position as the
+ * inline builder, without its argument checks and payload copy. */
+void iw_mpa_tx_frame_contig(struct iw_mpa_tx *tx, struct iw_mpa_tx_frame *fr, uint8_t *ulpdu, size_t ulpdu_len,
+			    struct iovec *iov);
+
 #endif

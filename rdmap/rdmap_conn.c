@@ -55,9 +55,21 @@ static void fail_with(struct iw_rdmap_conn *c, struct iw_term_cause cause, const
 	emit(c, &ev);
 }
 
+/* The received ULP header, copied out of the deframer only when a
+ * Terminate or a Read Request needs it (MPA keeps it until the next FPDU's
+ * header): most segments never do. */
+static uint8_t *rx_head(struct iw_rdmap_conn *c)
+{
+	if (c->rx.hdr_src) {
+		memcpy(c->rx.ulpdu_head, c->rx.hdr_src, c->rx.hdr_len);
+		c->rx.hdr_src = NULL;
+	}
+	return c->rx.ulpdu_head;
+}
+
 static void fail_rx(struct iw_rdmap_conn *c, struct iw_term_cause cause)
 {
-	fail_with(c, cause, c->rx.ulpdu_head, c->rx.hdr_len, c->rx.ulpdu_len);
+	fail_with(c, cause, rx_head(c), c->rx.hdr_len, c->rx.ulpdu_len);
 }
 
 void iw_rdmap_fail(struct iw_rdmap_conn *c, struct iw_term_cause cause)
@@ -236,7 +248,7 @@ static void on_header(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *ev)
 
 	c->rx.ird_overflow = false;
 	c->rx.dest_gone = false;
-	memcpy(c->rx.ulpdu_head, ev->hdr, ev->hdr_len);
+	c->rx.hdr_src = ev->hdr;
 	c->rx.hdr_len = ev->hdr_len;
 	c->rx.ulpdu_len = ev->ulpdu_len;
 	/* MPA delivers the length the control field asks for, so this
@@ -276,7 +288,7 @@ static void on_read_request(struct iw_rdmap_conn *c)
 	if (c->rx.ird_overflow) {
 		/* Atomic Requests count against IRD like reads (RFC 7306). */
 		if (c->rx.opcode == IW_OP_READ_REQ) {
-			memcpy(c->rx.ulpdu_head + c->rx.hdr_len, c->ird_overflow, IW_RDMAP_READ_REQ_LEN);
+			memcpy(rx_head(c) + c->rx.hdr_len, c->ird_overflow, IW_RDMAP_READ_REQ_LEN);
 			c->rx.hdr_len = (uint16_t)(c->rx.hdr_len + IW_RDMAP_READ_REQ_LEN);
 		}
 		fail_rx(c, IW_TERM_CAUSE(IW_LAYER_RDMAP, IW_ETYPE_RDMAP_REMOTE_OP, IW_ECODE_RDMAP_CATA_STREAM));
@@ -291,7 +303,7 @@ static void on_read_request(struct iw_rdmap_conn *c)
 
 	/* Errors about a Read Request copy its body into the Terminate;
 	 * the decoded form then takes the body's room. */
-	memcpy(c->rx.ulpdu_head + c->rx.hdr_len, e->raw, IW_RDMAP_READ_REQ_LEN);
+	memcpy(rx_head(c) + c->rx.hdr_len, e->raw, IW_RDMAP_READ_REQ_LEN);
 	iw_rdmap_read_req_decode(e->raw, &dec);
 	*r = dec;
 	c->rx.hdr_len = (uint16_t)(c->rx.hdr_len + IW_RDMAP_READ_REQ_LEN);
@@ -614,7 +626,7 @@ void iw_rdmap_rx_commit(struct iw_rdmap_conn *c, size_t n)
 /* ------------------------------------------------------------------ */
 /* Transmit                                                            */
 
-static bool response_ready(struct iw_rdmap_conn *c)
+static inline bool response_ready(struct iw_rdmap_conn *c)
 {
 	if (c->ird_next == c->ird_tail)
 		return false;
@@ -626,7 +638,7 @@ static bool response_ready(struct iw_rdmap_conn *c)
 	return !e->is_atomic || e->executed || c->ird_head == c->ird_next;
 }
 
-static bool sq_ready(struct iw_rdmap_conn *c)
+static inline bool sq_ready(struct iw_rdmap_conn *c)
 {
 	if (c->sq_next == c->sq_tail)
 		return false;
@@ -815,17 +827,11 @@ static void message_built(struct iw_rdmap_conn *c, struct iw_rdmap_tx_slot *slot
 	cur->active = false;
 }
 
-bool iw_rdmap_tx_pending(const struct iw_rdmap_conn *cc)
+bool iw_rdmap_tx_ready(const struct iw_rdmap_conn *cc)
 {
 	struct iw_rdmap_conn *c = (struct iw_rdmap_conn *)cc;
 
-	if (c->tx_count >= c->mem.n_tx)
-		return false;
-	if (c->term_queued)
-		return true;
-	if (c->state != IW_RDMAP_ST_RTS)
-		return false;
-	return c->cur.active || response_ready(c) || sq_ready(c);
+	return response_ready(c) || sq_ready(c);
 }
 
 int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, size_t max_bytes,
@@ -867,11 +873,21 @@ int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, si
 		/* Small FPDUs are copied whole into the slot (one iovec, one CRC
 		 * pass); larger ones skip the inline builder's checks. */
 		const size_t room = sizeof(slot->head) - IW_MPA_LEN_FIELD;
-		int ni = hdr_len + payload_len + IW_MPA_PAD_MAX + IW_MPA_CRC_LEN <= room
-				 ? iw_mpa_tx_build_frame_inl(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, room,
-							     payload, np, iov + n_iov, iov_cap - n_iov)
-				 : iw_mpa_tx_build_frame_hr(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, payload,
-							    np, iov + n_iov, iov_cap - n_iov);
+		bool small = hdr_len + payload_len + IW_MPA_PAD_MAX + IW_MPA_CRC_LEN <= room;
+		int ni;
+		if (small && np <= 1 && !c->cfg.markers_tx && n_iov < iov_cap) {
+			/* The usual small message: the payload (one piece) goes
+			 * behind the header here, MPA only frames it. */
+			if (np)
+				memcpy(hdr + hdr_len, payload[0].iov_base, payload_len);
+			iw_mpa_tx_frame_contig(&c->mpa_tx, &slot->fpdu, hdr, hdr_len + payload_len, iov + n_iov);
+			ni = 1;
+		} else {
+			ni = small ? iw_mpa_tx_build_frame_inl(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, room, payload, np,
+							       iov + n_iov, iov_cap - n_iov)
+				   : iw_mpa_tx_build_frame_hr(&c->mpa_tx, &slot->fpdu, hdr, hdr_len, payload, np,
+							      iov + n_iov, iov_cap - n_iov);
+		}
 		if (ni < 0) {
 			m->off = s_off;
 			m->sge_off = s_sge_off;
@@ -1006,13 +1022,19 @@ int iw_rdmap_post(struct iw_rdmap_conn *c, const struct iw_rdmap_wr *wr)
 		return -EINVAL; /* an iWARP READ sink is one STag: one contiguous buffer */
 	if (c->sq_tail - c->sq_head >= c->mem.sq_depth)
 		return -ENOSPC;
-	size_t len = sgl_len(wr->sgl, wr->nsge);
+	uint32_t si = c->sq_tail % c->mem.sq_depth;
+	struct iw_rdmap_sq_entry *e = &c->mem.sq[si];
+	/* The slot's SGE room, by index: nothing per slot is set up at init.
+	 * The slot is free (checked above), so the SGEs are copied while
+	 * summed; a refused WR leaves only dead bytes there. */
+	struct iovec *sgl = c->mem.sgl_pool + (size_t)si * c->mem.max_sge;
+	size_t len = 0;
+	for (int i = 0; i < wr->nsge; i++) {
+		sgl[i] = wr->sgl[i];
+		len += wr->sgl[i].iov_len;
+	}
 	if (len > UINT32_MAX)
 		return -EINVAL;
-	struct iw_rdmap_sq_entry *e = sq_at(c, c->sq_tail);
-	/* The slot's SGE room, by index: nothing per slot is set up at init. */
-	struct iovec *sgl = c->mem.sgl_pool + (size_t)(c->sq_tail % c->mem.sq_depth) * c->mem.max_sge;
-	memcpy(sgl, wr->sgl, (size_t)wr->nsge * sizeof(*sgl));
 	e->wr = (struct iw_rdmap_sq_wr){
 		.cookie = wr->cookie,
 		.opcode = wr->opcode,

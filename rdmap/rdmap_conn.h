@@ -250,6 +250,7 @@ struct iw_rdmap_tx_cur {
 struct iw_rdmap_rx_cur {
 	struct iw_ddp_segment seg;
 	uint8_t ulpdu_head[IW_MPA_RX_MAX_HDR + IW_RDMAP_MAX_BODY]; /* for a Terminate copy */
+	const uint8_t *hdr_src; /* the header in the deframer, not yet copied to ulpdu_head */
 	uint16_t hdr_len;
 	uint16_t ulpdu_len;
 	uint8_t opcode;
@@ -343,8 +344,26 @@ int iw_rdmap_tx_pull(struct iw_rdmap_conn *c, struct iovec *iov, int iov_cap, si
 /* The transport wrote n more bytes of what was pulled (in order). */
 void iw_rdmap_tx_ack(struct iw_rdmap_conn *c, size_t n);
 
-/* True when something could be pulled now. */
-bool iw_rdmap_tx_pending(const struct iw_rdmap_conn *c);
+/* A queued response or WR may start now (its fence, ORD and the response
+ * order allow it). */
+bool iw_rdmap_tx_ready(const struct iw_rdmap_conn *c);
+
+/* True when something could be pulled now. Inline: transports ask after
+ * every write and every read, and the answer is usually in the counters. */
+static inline bool iw_rdmap_tx_pending(const struct iw_rdmap_conn *c)
+{
+	if (c->tx_count >= c->mem.n_tx)
+		return false;
+	if (c->term_queued)
+		return true;
+	if (c->state != IW_RDMAP_ST_RTS)
+		return false;
+	if (c->cur.active)
+		return true;
+	if (c->ird_next == c->ird_tail && c->sq_next == c->sq_tail)
+		return false; /* nothing queued at all: the common answer after a send */
+	return iw_rdmap_tx_ready(c);
+}
 
 /* Copy-mode receive. Returns bytes consumed (< len only once the stream
  * has stopped). */
@@ -444,7 +463,10 @@ static inline uint8_t iw_rdmap_rx_opcode(const struct iw_rdmap_conn *c)
 
 /* The inbound stream stopped inside an FPDU: the peer's end of stream
  * here lost data. */
-bool iw_rdmap_rx_mid_fpdu(const struct iw_rdmap_conn *c);
+static inline bool iw_rdmap_rx_mid_fpdu(const struct iw_rdmap_conn *c)
+{
+	return !iw_mpa_rx_at_boundary(&c->mpa_rx); /* inline: the kernel-TCP transport asks per read */
+}
 
 /* What the transports ask (they pick a receive mode and batch writes by
  * these): the configuration the connection was made with; FPDUs handed

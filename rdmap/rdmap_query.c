@@ -37,10 +37,7 @@ bool iw_rdmap_oldest_started(const struct iw_rdmap_conn *c, unsigned opmask, uin
 }
 
 
-bool iw_rdmap_rx_mid_fpdu(const struct iw_rdmap_conn *c)
-{
-	return !iw_mpa_rx_at_boundary(&c->mpa_rx);
-}
+
 
 
 

@@ -185,8 +185,51 @@ struct iw_mr {
  * the PD, bounds (64-bit overflow safe) and the access rights (each
  * IW_RDMAP_ACC_* bit maps to the IW_ACCESS_* right; LOCAL_WRITE for local
  * sinks). For len == 0 only existence, key and PD are checked. */
-enum iw_stag_status iw_mr_lookup(struct iw_context *ctx, struct iw_pd *pd, uint32_t stag, uint64_t to,
-				 size_t len, unsigned rdmap_access, struct iw_mr **mr, uint8_t **addr);
+static inline enum iw_stag_status iw_mr_lookup(struct iw_context *ctx, struct iw_pd *pd, uint32_t stag,
+						uint64_t to, size_t len, unsigned rdmap_access, struct iw_mr **mrp,
+						uint8_t **addr)
+{
+	/* Inline: it runs for every SGE of every post and every tagged
+	 * placement; at each call site the constant arguments (access, which
+	 * outputs are wanted) fold away. */
+	uint32_t idx = stag >> 8;
+	struct iw_mr *mr = idx && idx < ctx->mr_cap ? ctx->mr_table[idx] : NULL;
+
+	if (mr && mr->stag != stag)
+		mr = NULL;
+	if (mrp)
+		*mrp = NULL;
+	if (addr)
+		*addr = NULL;
+	if (!mr || !mr->valid)
+		return IW_STAG_INVALID;
+	if (mr->pd != pd)
+		return IW_STAG_NOT_ASSOC;
+	uint64_t base = (uint64_t)(uintptr_t)mr->addr;
+	if (len == 0) {
+		if (mrp)
+			*mrp = mr;
+		if (addr && to >= base && to - base <= mr->length)
+			*addr = mr->addr + (to - base);
+		return IW_STAG_OK;
+	}
+	unsigned need = ((rdmap_access & IW_RDMAP_ACC_LOCAL_WRITE) ? IW_ACCESS_LOCAL_WRITE : 0u) |
+			((rdmap_access & IW_RDMAP_ACC_REMOTE_WRITE) ? IW_ACCESS_REMOTE_WRITE : 0u) |
+			((rdmap_access & IW_RDMAP_ACC_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0u) |
+			((rdmap_access & IW_RDMAP_ACC_REMOTE_ATOMIC) ? IW_ACCESS_REMOTE_ATOMIC : 0u);
+	if ((mr->access & need) != need)
+		return IW_STAG_ACCESS;
+	if (to < base)
+		return IW_STAG_BOUNDS;
+	uint64_t off = to - base;
+	if (off > mr->length || len > mr->length - off)
+		return IW_STAG_BOUNDS;
+	if (mrp)
+		*mrp = mr;
+	if (addr)
+		*addr = mr->addr + off;
+	return IW_STAG_OK;
+}
 /* Memory of a region is going away: no QP may go on placing into it. */
 void iw_qp_all_memory_gone(struct iw_context *ctx, const void *addr, size_t len);
 /* Invalidate for a peer's Send with Invalidate: 0, or -1 if the STag is
@@ -277,10 +320,30 @@ void iw_rq_entry_move(struct iw_rq_entry *dst, struct iw_rq_entry *src);
  * stops at the first bad WR, *bad_wr points at it). */
 int iw_rq_post(struct iw_context *ctx, struct iw_pd *pd, struct iw_rq *rq, struct iw_recv_wr *wr,
 	       struct iw_recv_wr **bad_wr);
-struct iw_rq_entry *iw_rq_head(struct iw_rq *rq);
-void iw_rq_pop(struct iw_rq *rq);
+/* Inline: each runs once per received message. */
+static inline struct iw_rq_entry *iw_rq_head(struct iw_rq *rq)
+{
+	return rq->count ? &rq->ring[rq->head] : NULL;
+}
+
+static inline void iw_rq_pop(struct iw_rq *rq)
+{
+	if (!rq->count)
+		return;
+	rq->head = rq->head + 1 == rq->cap ? 0 : rq->head + 1;
+	rq->count--;
+}
+
 /* Release the regions an entry holds. */
-void iw_rq_entry_release(struct iw_rq_entry *e);
+static inline void iw_rq_entry_release(struct iw_rq_entry *e)
+{
+	for (int i = 0; i < e->nsge; i++) {
+		if (e->mr[i])
+			e->mr[i]->in_use--;
+		e->mr[i] = NULL;
+	}
+	e->nsge = 0;
+}
 
 /* ------------------------------------------------------------------ */
 /* Queue pairs                                                         */

@@ -282,45 +282,6 @@ static struct iw_mr *find(struct iw_context *ctx, uint32_t stag)
 	return mr;
 }
 
-enum iw_stag_status iw_mr_lookup(struct iw_context *ctx, struct iw_pd *pd, uint32_t stag, uint64_t to,
-				 size_t len, unsigned rdmap_access, struct iw_mr **mrp, uint8_t **addr)
-{
-	struct iw_mr *mr = find(ctx, stag);
-	if (mrp)
-		*mrp = NULL;
-	if (addr)
-		*addr = NULL;
-	if (!mr || !mr->valid)
-		return IW_STAG_INVALID;
-	if (mr->pd != pd)
-		return IW_STAG_NOT_ASSOC;
-	uint64_t base = (uint64_t)(uintptr_t)mr->addr;
-	if (len == 0) {
-		if (mrp)
-			*mrp = mr;
-		if (addr && to >= base && to - base <= mr->length)
-			*addr = mr->addr + (to - base);
-		return IW_STAG_OK;
-	}
-	/* iw_mr_rights_for, inline: this runs for every SGE of every post. */
-	unsigned need = ((rdmap_access & IW_RDMAP_ACC_LOCAL_WRITE) ? IW_ACCESS_LOCAL_WRITE : 0u) |
-			((rdmap_access & IW_RDMAP_ACC_REMOTE_WRITE) ? IW_ACCESS_REMOTE_WRITE : 0u) |
-			((rdmap_access & IW_RDMAP_ACC_REMOTE_READ) ? IW_ACCESS_REMOTE_READ : 0u) |
-			((rdmap_access & IW_RDMAP_ACC_REMOTE_ATOMIC) ? IW_ACCESS_REMOTE_ATOMIC : 0u);
-	if ((mr->access & need) != need)
-		return IW_STAG_ACCESS;
-	if (to < base)
-		return IW_STAG_BOUNDS;
-	uint64_t off = to - base;
-	if (off > mr->length || len > mr->length - off)
-		return IW_STAG_BOUNDS;
-	if (mrp)
-		*mrp = mr;
-	if (addr)
-		*addr = mr->addr + off;
-	return IW_STAG_OK;
-}
-
 int iw_mr_invalidate(struct iw_context *ctx, struct iw_pd *pd, uint32_t stag)
 {
 	struct iw_mr *mr = find(ctx, stag);

@@ -362,17 +362,14 @@ static void linger_expired(struct iw_timer *t)
 	iw_qp_defer(qp, IW_QPW_ABORT | IW_QPW_FLUSH);
 }
 
-static void on_event(void *ctx, const struct iw_rdmap_event *ev)
+/* Errors and Terminates: out of line, so the per-message events below
+ * do not pay for their registers. */
+static __attribute__((noinline)) void on_rare_event(struct iw_qp *qp, const struct iw_rdmap_event *ev)
 {
-	struct iw_qp *qp = ctx;
-
 	switch (ev->type) {
 	case IW_RDMAP_EV_SQ_DONE:
 	case IW_RDMAP_EV_SQ_FLUSH:
-		on_sq_event(qp, ev);
-		break;
 	case IW_RDMAP_EV_RECV_DONE:
-		on_recv_done(qp, ev);
 		break;
 	case IW_RDMAP_EV_ERROR:
 		/* Our Terminate is queued: send it, then close (TERM_SENT). */
@@ -394,6 +391,18 @@ static void on_event(void *ctx, const struct iw_rdmap_event *ev)
 		iw_qp_defer(qp, IW_QPW_ABORT | IW_QPW_FLUSH);
 		break;
 	}
+}
+
+static void on_event(void *ctx, const struct iw_rdmap_event *ev)
+{
+	struct iw_qp *qp = ctx;
+
+	if (ev->type == IW_RDMAP_EV_RECV_DONE)
+		on_recv_done(qp, ev);
+	else if (ev->type == IW_RDMAP_EV_SQ_DONE || ev->type == IW_RDMAP_EV_SQ_FLUSH)
+		on_sq_event(qp, ev);
+	else
+		on_rare_event(qp, ev);
 }
 
 /* ------------------------------------------------------------------ */

@@ -69,29 +69,6 @@ void iw_rq_entry_move(struct iw_rq_entry *dst, struct iw_rq_entry *src)
 	src->nsge = 0;
 }
 
-void iw_rq_entry_release(struct iw_rq_entry *e)
-{
-	for (int i = 0; i < e->nsge; i++) {
-		if (e->mr[i])
-			e->mr[i]->in_use--;
-		e->mr[i] = NULL;
-	}
-	e->nsge = 0;
-}
-
-struct iw_rq_entry *iw_rq_head(struct iw_rq *rq)
-{
-	return rq->count ? &rq->ring[rq->head] : NULL;
-}
-
-void iw_rq_pop(struct iw_rq *rq)
-{
-	if (!rq->count)
-		return;
-	rq->head = (rq->head + 1) % rq->cap;
-	rq->count--;
-}
-
 void iw_rq_fini(struct iw_rq *rq)
 {
 	while (rq->ring && rq->count) {

@@ -96,7 +96,7 @@ static const struct iw_tp_guard_ops guard_ops = {
 	.tx = guard_tx, .shutdown = guard_shutdown, .free = guard_free,
 };
 
-bool iw_stream_leave(struct iw_stream *s)
+bool iw_stream_unwind(struct iw_stream *s)
 {
 	return iw_tp_guard_leave(&s->guard, &guard_ops, s);
 }

@@ -100,7 +100,19 @@ static inline void iw_stream_enter(struct iw_stream *s)
 {
 	iw_tp_guard_enter(&s->guard);
 }
-bool iw_stream_leave(struct iw_stream *s);
+bool iw_stream_unwind(struct iw_stream *s);
+static inline bool iw_stream_leave(struct iw_stream *s)
+{
+	const struct iw_tp_guard *g = &s->guard;
+
+	/* Inline, the usual case: the outermost step ends with nothing
+	 * recorded (what iw_tp_guard_leave would do, without the call). */
+	if (g->depth == 1 && !g->kick_req && !g->destroy_req && !g->shut_req) {
+		s->guard.depth = 0;
+		return true;
+	}
+	return iw_stream_unwind(s);
+}
 
 /* Send what can go (gate, drain and FIN included). */
 void iw_stream_tx(struct iw_stream *s);
