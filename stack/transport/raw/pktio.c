@@ -3,6 +3,7 @@
 #include "pktio_impl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,21 +14,17 @@ int iw_pktio_open(const struct iw_pktio_cfg *cfg, struct iw_pktio **out, const c
 	if (!sel || !*sel || strcmp(sel, "packet") == 0)
 		return iw_pktio_packet_open(cfg, out, why);
 	if (strcmp(sel, "xdp") == 0) {
-#ifdef IW_HAVE_AF_XDP
-		return iw_pktio_xdp_open(cfg, out, why);
-#else
 		if (why)
-			*why = "IWARP_PKTIO=xdp: this build has no AF_XDP backend (libxdp/libbpf were not found "
-			       "at build time); valid values: packet";
+			*why = "IWARP_PKTIO=xdp: AF_XDP was built and measured against AF_PACKET with offloads "
+			       "and not kept (docs/raw.md, \"AF_XDP\"); valid values: packet";
 		return -ENOTSUP;
-#endif
 	}
 	if (why) {
-#ifdef IW_HAVE_AF_XDP
-		*why = "IWARP_PKTIO: unknown backend; valid values: packet (AF_PACKET, the default), xdp (AF_XDP)";
-#else
-		*why = "IWARP_PKTIO: unknown backend; valid values: packet (AF_PACKET, the default)";
-#endif
+		/* The text names the value: it lives until the next bad open. */
+		static _Thread_local char text[160];
+		snprintf(text, sizeof(text), "IWARP_PKTIO=%.40s: unknown backend; valid values: packet (AF_PACKET, the default)",
+			 sel);
+		*why = text;
 	}
 	return -EINVAL;
 }

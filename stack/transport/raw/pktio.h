@@ -23,6 +23,13 @@
  * checksum the kernel verified (DATA_VALID) or a local sender left
  * partial (NEEDS_CSUM) is flagged IW_PKTIO_RX_CSUM_OK.
  *
+ * Backends (pktio_impl.h): the functions below dispatch through an ops
+ * table chosen at open by the environment variable IWARP_PKTIO: "packet"
+ * (AF_PACKET, the default and only one). An AF_XDP backend was built and
+ * measured against AF_PACKET with offloads and lost every bandwidth and
+ * CPU row (docs/raw.md, "AF_XDP"); IWARP_PKTIO=xdp says so (-ENOTSUP),
+ * any other value fails with -EINVAL and a text naming the valid ones.
+ *
  * Needs CAP_NET_RAW: without it iw_pktio_open fails with -EPERM and the
  * error text says so. Not thread-safe: one owner (the progress loop). */
 #ifndef IW_PKTIO_H

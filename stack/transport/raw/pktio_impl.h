@@ -30,9 +30,4 @@ struct iw_pktio {
 extern const struct iw_pktio_ops iw_pktio_packet_ops;
 int iw_pktio_packet_open(const struct iw_pktio_cfg *cfg, struct iw_pktio **out, const char **why);
 
-/* AF_XDP through libxdp (pktio_xdp.c), built only where libxdp and
- * libbpf were found (IW_HAVE_AF_XDP). */
-extern const struct iw_pktio_ops iw_pktio_xdp_ops;
-int iw_pktio_xdp_open(const struct iw_pktio_cfg *cfg, struct iw_pktio **out, const char **why);
-
 #endif
