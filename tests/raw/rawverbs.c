@@ -30,6 +30,13 @@
 #define CHUNK (256u << 10) /* default bytes per WR */
 #define PORT 7000
 
+/* Work request ids: WRITE i is 100 + i, READ i 100000 + i, SEND i
+ * 200000 + i (at most 4096 each), the RFC 7306 ones from WR_WRITE_IMM.
+ * The Write with Immediate was 300, which is also WRITE 200's id: with
+ * --mb 64 (256 WRITEs) that WRITE's completion was counted as the
+ * Immediate's and the run never finished. */
+#define WR_WRITE_IMM 300000u
+
 struct side {
 	const char *name;
 	struct iw_rawdev *dev;
@@ -44,6 +51,7 @@ struct side {
 	struct iw_mr *src_mr, *dst_mr, *rd_mr, *rx_mr, *rxd_mr;
 	uint64_t seed;
 	uint32_t writes_done, reads_done, sends_done, recvs;
+	uint8_t write_seen[4096]; /* by WRITE index: completions seen (each must be 1) */
 	bool failed;
 	/* --rfc7306: words the peer's atomics target, our atomics' results */
 	uint64_t *aw, *ares;
@@ -175,15 +183,15 @@ static void post_all(struct side *s, struct side *peer)
 		peer->imm_want = IMM_OF(s->seed);
 		struct iw_sge rs = { (uint64_t)(uintptr_t)s->ares, 8, iw_mr_stag(s->ares_mr) };
 		struct iw_send_wr w[3] = {
-			{ .wr_id = 300, .sg_list = &rs, .num_sge = 0, .opcode = IW_WR_RDMA_WRITE_WITH_IMM,
+			{ .wr_id = WR_WRITE_IMM, .sg_list = &rs, .num_sge = 0, .opcode = IW_WR_RDMA_WRITE_WITH_IMM,
 			  .send_flags = IW_SEND_SIGNALED, .remote_addr = (uint64_t)(uintptr_t)peer->dst,
 			  .rkey = iw_mr_stag(peer->dst_mr), .imm_data = IMM_OF(s->seed) },
-			{ .wr_id = 301, .sg_list = &rs, .num_sge = 1, .opcode = IW_WR_ATOMIC_FETCH_AND_ADD,
+			{ .wr_id = WR_WRITE_IMM + 1, .sg_list = &rs, .num_sge = 1, .opcode = IW_WR_ATOMIC_FETCH_AND_ADD,
 			  .send_flags = IW_SEND_SIGNALED, .remote_addr = (uint64_t)(uintptr_t)&peer->aw[0],
 			  .rkey = iw_mr_stag(peer->aw_mr), .compare_add = 3 },
 		};
 		struct iw_sge rs2 = { (uint64_t)(uintptr_t)&s->ares[1], 8, iw_mr_stag(s->ares_mr) };
-		w[2] = (struct iw_send_wr){ .wr_id = 302, .sg_list = &rs2, .num_sge = 1,
+		w[2] = (struct iw_send_wr){ .wr_id = WR_WRITE_IMM + 2, .sg_list = &rs2, .num_sge = 1,
 					    .opcode = IW_WR_ATOMIC_CMP_AND_SWP, .send_flags = IW_SEND_SIGNALED,
 					    .remote_addr = (uint64_t)(uintptr_t)&peer->aw[1], .rkey = iw_mr_stag(peer->aw_mr),
 					    .compare_add = AW_INIT(peer->seed) + 1, .swap = ~AW_INIT(peer->seed) };
@@ -217,10 +225,16 @@ static void poll_side(struct side *s)
 		}
 		switch (wc[i].opcode) {
 		case IW_WC_RDMA_WRITE:
-			if (wc[i].wr_id == 300) /* our Write with Immediate */
+			if (wc[i].wr_id == WR_WRITE_IMM) /* our Write with Immediate */
 				s->ext_done++;
-			else
+			else {
 				s->writes_done++;
+				if (wc[i].wr_id >= 100 && wc[i].wr_id < 100 + 4096 && s->write_seen[wc[i].wr_id - 100]++) {
+					fprintf(stderr, "rawverbs: %s: WRITE wr %" PRIu64 " completed twice\n", s->name,
+						wc[i].wr_id);
+					s->failed = true;
+				}
+			}
 			break;
 		case IW_WC_RDMA_READ:
 			s->reads_done++;
@@ -373,9 +387,13 @@ int main(int argc, char **argv)
 	double secs = (double)(iw_rawdev_now_us() - start) / 1e6;
 	for (int i = 0; i < 2; i++) {
 		const struct side *s = i ? &b : &a;
-		if (!side_done(s))
+		if (!side_done(s)) {
 			fprintf(stderr, "rawverbs: %s: not done: writes %u reads %u sends %u recvs %u rfc7306 %u\n", s->name,
 				s->writes_done, s->reads_done, s->sends_done, s->recvs, s->ext_done);
+			for (uint32_t w = 0; w < (uint32_t)(total / chunk); w++)
+				if (!s->write_seen[w])
+					fprintf(stderr, "rawverbs: %s: no completion for WRITE wr %u\n", s->name, 100 + w);
+		}
 	}
 	bool ok = phase == RUNNING && side_done(&a) && side_done(&b) && !a.failed && !b.failed;
 	struct side *sides[2] = { &a, &b };
