@@ -555,14 +555,14 @@ static void on_rx_event(struct iw_rdmap_conn *c, const struct iw_mpa_rx_event *e
 	}
 }
 
-void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, const void *addr, size_t len)
+void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, uint32_t stag, const void *addr, size_t len)
 {
 	const struct iw_ddp_segment *s = &c->rx.seg;
 	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
 
 	/* A staged payload (verified placement) is still pending in the
 	 * trailer state: it too must not be copied to memory going away. */
-	if (c->state != IW_RDMAP_ST_RTS || !s->hdr.tagged ||
+	if (c->state != IW_RDMAP_ST_RTS || !s->hdr.tagged || s->hdr.stag != stag ||
 	    (c->mpa_rx.state != IW_MPA_RX_S_PAYLOAD && !c->mpa_rx.nvsink))
 		return;
 	for (int i = 0; i < s->ndest; i++) {

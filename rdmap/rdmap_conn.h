@@ -373,12 +373,16 @@ size_t iw_rdmap_rx_feed(struct iw_rdmap_conn *c, const void *data, size_t len);
 int iw_rdmap_rx_prepare(struct iw_rdmap_conn *c, struct iovec *iov, int cap);
 void iw_rdmap_rx_commit(struct iw_rdmap_conn *c, size_t n);
 
-/* Memory [addr, addr + len) is about to disappear (its region is being
- * deregistered or re-registered). If the segment being received is
- * placing into it, the rest of that payload is dropped and, when the FPDU
- * ends, the stream fails with (1,1,0x00) invalid STag: the STag stopped
- * existing under the peer's WRITE. Nothing is ever written there again. */
-void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, const void *addr, size_t len);
+/* The region [addr, addr + len) of STag stag is about to disappear (it
+ * is being deregistered or re-registered). If the segment being received
+ * is placing into it through that STag, the rest of that payload is
+ * dropped and, when the FPDU ends, the stream fails with (1,1,0x00)
+ * invalid STag: the STag stopped existing under the peer's WRITE or Read
+ * Response. A placement through another STag that covers the same memory
+ * goes on: that region is still registered (libfabric registers one
+ * buffer again for each READ and deregisters the older registration while
+ * the newer one receives). */
+void iw_rdmap_rx_memory_gone(struct iw_rdmap_conn *c, uint32_t stag, const void *addr, size_t len);
 
 /* Whether an inbound RDMA READ held by the engine (waiting to be answered,
  * or with Read Response bytes not yet all acknowledged by the transport)

@@ -230,8 +230,9 @@ static inline enum iw_stag_status iw_mr_lookup(struct iw_context *ctx, struct iw
 		*addr = mr->addr + off;
 	return IW_STAG_OK;
 }
-/* Memory of a region is going away: no QP may go on placing into it. */
-void iw_qp_all_memory_gone(struct iw_context *ctx, const void *addr, size_t len);
+/* A region (its STag and memory) is going away: no QP may go on placing
+ * through that STag. */
+void iw_qp_all_memory_gone(struct iw_context *ctx, uint32_t stag, const void *addr, size_t len);
 /* Invalidate for a peer's Send with Invalidate: 0, or -1 if the STag is
  * unknown, of another PD, or already invalid. */
 int iw_mr_invalidate(struct iw_context *ctx, struct iw_pd *pd, uint32_t stag);

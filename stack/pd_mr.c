@@ -221,7 +221,7 @@ int iw_rereg_mr(struct iw_mr *mr, void *addr, size_t length, unsigned access)
 		return -EBUSY;
 	}
 	uint32_t idx = STAG_INDEX(mr->stag);
-	iw_qp_all_memory_gone(ctx, mr->addr, mr->length);
+	iw_qp_all_memory_gone(ctx, mr->stag, mr->addr, mr->length);
 	mr->addr = addr;
 	mr->length = length;
 	mr->access = access;
@@ -242,7 +242,7 @@ int iw_dereg_mr(struct iw_mr *mr)
 		return -EBUSY;
 	}
 	uint32_t idx = STAG_INDEX(mr->stag);
-	iw_qp_all_memory_gone(ctx, mr->addr, mr->length);
+	iw_qp_all_memory_gone(ctx, mr->stag, mr->addr, mr->length);
 	ctx->mr_table[idx] = NULL;
 	ctx->mr_next_free[idx] = ctx->mr_free;
 	ctx->mr_free = idx;

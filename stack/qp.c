@@ -789,11 +789,11 @@ int iw_create_qp(struct iw_pd *pd, const struct iw_qp_init_attr *attr, struct iw
 	return 0;
 }
 
-void iw_qp_all_memory_gone(struct iw_context *ctx, const void *addr, size_t len)
+void iw_qp_all_memory_gone(struct iw_context *ctx, uint32_t stag, const void *addr, size_t len)
 {
 	for (struct iw_qp *qp = ctx->qps; qp; qp = qp->ctx_next)
 		if (qp->connected)
-			iw_rdmap_rx_memory_gone(&qp->conn, addr, len);
+			iw_rdmap_rx_memory_gone(&qp->conn, stag, addr, len);
 }
 
 int iw_destroy_qp(struct iw_qp *qp)
