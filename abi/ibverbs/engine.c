@@ -124,22 +124,26 @@ static bool drive(bool from_helper)
 	return ran;
 }
 
+/* From ibv_poll_cq that found nothing. The time stamp marks the program
+ * as polling (program_polling); it is taken when the pass ends, one
+ * clock read per empty poll, since during the pass DRIVER_PROGRAM says
+ * the same. */
 bool iwabi_engine_drive(void)
 {
+	bool ran = drive(false);
 	atomic_store_explicit(&eng.last_empty_poll_ns, now_ns(), memory_order_relaxed);
-	return drive(false);
+	return ran;
 }
 
 void iwabi_engine_idle_yield(void)
 {
-	atomic_store_explicit(&eng.last_empty_poll_ns, now_ns(), memory_order_relaxed);
 	sched_yield();
 }
 
 static bool program_polling(void)
 {
-	/* 0: no poller, or a thread about to block (helper_reengage). A
-	 * poller inside its progress pass counts however long the pass. */
+	/* 0: no poller yet, or a thread about to block (helper_reengage).
+	 * A poller inside its progress pass counts however long the pass. */
 	uint64_t last = atomic_load_explicit(&eng.last_empty_poll_ns, memory_order_relaxed);
 	if (!last)
 		return false;
