@@ -871,6 +871,18 @@ START_TEST(terminate_mid_message)
 END_TEST
 
 
+/* A's WRITE of n bytes from src to dst (STag stag) reaches B only in
+ * part: its header and some of the payload (t->max_chunk 64). */
+static void write_half_delivered(struct iwt_b2b *t, uint8_t *src, uint8_t *dst, size_t n, uint32_t stag)
+{
+	struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_WRITE, 1, src, n);
+	wr.remote_stag = stag;
+	wr.remote_to = va(dst);
+	ck_assert_int_eq(iw_rdmap_post(&t->a.conn, &wr), 0);
+	iwt_ep_pull(t, &t->a);
+	iwt_ep_deliver(t, &t->a, &t->b, 300);
+}
+
 /* The target region is deregistered while a WRITE FPDU is half placed:
  * nothing more lands in it, and the stream ends with (1,1,0x00). */
 START_TEST(memory_gone_mid_fpdu)
@@ -884,12 +896,7 @@ START_TEST(memory_gone_mid_fpdu)
 	memset(src, 0x77, sizeof(src));
 	memset(dst, 0, sizeof(dst));
 	uint32_t d = iwt_mem_reg(&t.b.mem, dst, sizeof(dst), IW_RDMAP_ACC_REMOTE_WRITE, 1, 4);
-	struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_WRITE, 1, src, sizeof(src));
-	wr.remote_stag = d;
-	wr.remote_to = va(dst);
-	ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &wr), 0);
-	iwt_ep_pull(&t, &t.a);
-	iwt_ep_deliver(&t, &t.a, &t.b, 300); /* header and part of the payload */
+	write_half_delivered(&t, src, dst, sizeof(dst), d);
 	size_t placed = 0;
 	while (placed < sizeof(dst) && dst[placed] == 0x77)
 		placed++;
@@ -928,12 +935,7 @@ START_TEST(other_stag_gone_mid_fpdu)
 	uint32_t old = iwt_mem_reg(&t.b.mem, dst, sizeof(dst), IW_RDMAP_ACC_REMOTE_WRITE, 1, 3);
 	uint32_t d = iwt_mem_reg(&t.b.mem, dst, sizeof(dst), IW_RDMAP_ACC_REMOTE_WRITE, 1, 4);
 	ck_assert_uint_ne(old, d);
-	struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_WRITE, 1, src, sizeof(src));
-	wr.remote_stag = d;
-	wr.remote_to = va(dst);
-	ck_assert_int_eq(iw_rdmap_post(&t.a.conn, &wr), 0);
-	iwt_ep_pull(&t, &t.a);
-	iwt_ep_deliver(&t, &t.a, &t.b, 300); /* header and part of the payload */
+	write_half_delivered(&t, src, dst, sizeof(dst), d);
 	ck_assert_uint_eq(dst[0], 0x5a);
 	ck_assert_uint_eq(dst[sizeof(dst) - 1], 0);
 	iw_rdmap_rx_memory_gone(&t.b.conn, old, dst, sizeof(dst));
