@@ -165,6 +165,8 @@ int iwn_tcp_send(struct iwn_tcp_conn *c, const void *p, uint32_t n, uint64_t now
 		return r;
 	if (n > INT32_MAX)
 		n = INT32_MAX;
+	if (n && iwn_sndbuf_reserve(&c->sb))
+		return -ENOMEM;
 	uint32_t k = iwn_sndbuf_write(&c->sb, p, n);
 	if (k)
 		send_now(c, now);

@@ -190,7 +190,8 @@ int iwn_tcp_accept_cookie(struct iwn_tcp_conn *c, uint32_t laddr, uint32_t raddr
 void iwn_tcp_input(struct iwn_tcp_conn *c, const struct iwn_tcp_hdr *h, uint64_t now);
 
 /* Queue data: bytes taken (0 when full), -EPIPE after close or reset,
- * -ENOTCONN before connect. */
+ * -ENOTCONN before connect, -ENOMEM when the first send finds no memory
+ * for the send buffer (allocated then, not at creation). */
 int iwn_tcp_send(struct iwn_tcp_conn *c, const void *p, uint32_t n, uint64_t now);
 /* Queue one record (an FPDU): all n bytes, whose end is a segment
  * boundary, or the errors of iwn_sndbuf_write_record / iwn_tcp_send. */

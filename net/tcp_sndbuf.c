@@ -9,14 +9,28 @@ int iwn_sndbuf_init(struct iwn_sndbuf *sb, uint32_t cap, uint32_t max_records)
 	memset(sb, 0, sizeof(*sb));
 	if (cap == 0)
 		return -EINVAL;
-	sb->buf = malloc(cap);
-	sb->marks = max_records ? calloc(max_records, sizeof(*sb->marks)) : NULL;
-	if (!sb->buf || (max_records && !sb->marks)) {
-		iwn_sndbuf_fini(sb);
-		return -ENOMEM;
-	}
 	sb->cap = cap;
 	sb->mcap = max_records;
+	return 0;
+}
+
+/* The ring and its marks come with the first write: a connection that
+ * never sends (a flood's, refused before any MPA Reply) never pays for
+ * them (1 MiB on the raw transport: an mmap, page faults and a munmap
+ * per connection, most of a flooded server's time). */
+int iwn_sndbuf_reserve(struct iwn_sndbuf *sb)
+{
+	if (sb->buf)
+		return 0;
+	sb->buf = malloc(sb->cap);
+	sb->marks = sb->mcap ? calloc(sb->mcap, sizeof(*sb->marks)) : NULL;
+	if (!sb->buf || (sb->mcap && !sb->marks)) {
+		free(sb->buf);
+		free(sb->marks);
+		sb->buf = NULL;
+		sb->marks = NULL;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -42,12 +56,14 @@ uint32_t iwn_sndbuf_write(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n)
 	uint32_t sp = iwn_sndbuf_space(sb);
 	if (n > sp)
 		n = sp;
+	if (n && iwn_sndbuf_reserve(sb))
+		return 0;
 	if (n)
 		put(sb, p, n);
 	return n;
 }
 
-static int record_check(const struct iwn_sndbuf *sb, uint32_t n)
+static int record_check(struct iwn_sndbuf *sb, uint32_t n)
 {
 	if (n == 0)
 		return -EINVAL;
@@ -55,7 +71,7 @@ static int record_check(const struct iwn_sndbuf *sb, uint32_t n)
 		return -EMSGSIZE;
 	if (n > iwn_sndbuf_space(sb) || sb->mlen == sb->mcap)
 		return -EAGAIN;
-	return 0;
+	return iwn_sndbuf_reserve(sb);
 }
 
 static int record_mark(struct iwn_sndbuf *sb, uint32_t n)
@@ -105,7 +121,7 @@ void iwn_sndbuf_consume(struct iwn_sndbuf *sb, uint32_t n)
 
 void iwn_sndbuf_copy(const struct iwn_sndbuf *sb, uint32_t off, uint8_t *dst, uint32_t n)
 {
-	if (off > sb->len || n > sb->len - off)
+	if (n == 0 || off > sb->len || n > sb->len - off)
 		return;
 	uint32_t at = (sb->head + off) % sb->cap;
 	uint32_t first = sb->cap - at < n ? sb->cap - at : n;

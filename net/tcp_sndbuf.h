@@ -2,7 +2,8 @@
  * unacknowledged byte to the newest queued one, plus optional record
  * boundaries so segments can be cut at caller-given positions (one or
  * more whole records per segment, the MPA-aware sender of RFC 5044 sec.
- * 8) and cut the same way when retransmitted. Sized at creation. */
+ * 8) and cut the same way when retransmitted. Sized at creation,
+ * allocated by the first write. */
 #ifndef IWN_TCP_SNDBUF_H
 #define IWN_TCP_SNDBUF_H
 
@@ -19,15 +20,18 @@ struct iwn_sndbuf {
 
 int iwn_sndbuf_init(struct iwn_sndbuf *sb, uint32_t cap, uint32_t max_records);
 void iwn_sndbuf_fini(struct iwn_sndbuf *sb);
+/* Allocate the ring now (writes do it themselves): 0 or -ENOMEM. */
+int iwn_sndbuf_reserve(struct iwn_sndbuf *sb);
 static inline uint32_t iwn_sndbuf_space(const struct iwn_sndbuf *sb)
 {
 	return sb->cap - sb->len;
 }
-/* Queue up to n bytes; returns how many were taken. */
+/* Queue up to n bytes; returns how many were taken (0 also without
+ * memory for the ring: iwn_sndbuf_reserve tells). */
 uint32_t iwn_sndbuf_write(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n);
 /* Queue exactly n bytes as one record (boundary after it): n, or -EAGAIN
  * when space or the record table is short, -EMSGSIZE when it can never
- * fit, -EINVAL for n == 0. */
+ * fit, -EINVAL for n == 0, -ENOMEM without memory for the ring. */
 int iwn_sndbuf_write_record(struct iwn_sndbuf *sb, const uint8_t *p, uint32_t n);
 /* The same for a record gathered from cnt pieces (n: their total). The
  * gather goes straight into the ring: no contiguous copy first. */

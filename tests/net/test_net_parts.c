@@ -101,6 +101,37 @@ START_TEST(test_sndbuf_ring)
 }
 END_TEST
 
+/* The ring comes with the first write: a connection that never sends
+ * (a flood's) costs no send buffer (1 MiB each on the raw transport, an
+ * mmap, page faults and a munmap per connection before). */
+START_TEST(test_sndbuf_lazy)
+{
+	struct iwn_sndbuf sb;
+	uint8_t d[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+	ck_assert_int_eq(iwn_sndbuf_init(&sb, 1u << 20, 256), 0);
+	ck_assert_ptr_null(sb.buf);
+	ck_assert_ptr_null(sb.marks);
+	ck_assert_uint_eq(iwn_sndbuf_space(&sb), 1u << 20);
+	ck_assert_uint_eq(iwn_sndbuf_seglen(&sb, 0, 100), 0);
+	ck_assert_uint_eq(iwn_sndbuf_reclen(&sb, 0), 0);
+	iwn_sndbuf_copy(&sb, 0, out, 0);
+	iwn_sndbuf_consume(&sb, 0);
+	ck_assert_uint_eq(iwn_sndbuf_write(&sb, d, 0), 0);
+	ck_assert_ptr_null(sb.buf);
+	ck_assert_int_eq(iwn_sndbuf_write_record(&sb, d, 0), -EINVAL);
+	ck_assert_ptr_null(sb.buf);
+	ck_assert_int_eq(iwn_sndbuf_write_record(&sb, d, 8), 8);
+	ck_assert_ptr_nonnull(sb.buf);
+	ck_assert_ptr_nonnull(sb.marks);
+	iwn_sndbuf_copy(&sb, 0, out, 8);
+	ck_assert_mem_eq(out, d, 8);
+	iwn_sndbuf_fini(&sb);
+	/* Never written: nothing to free. */
+	ck_assert_int_eq(iwn_sndbuf_init(&sb, 4096, 0), 0);
+	iwn_sndbuf_fini(&sb);
+}
+END_TEST
+
 START_TEST(test_sndbuf_records)
 {
 	struct iwn_sndbuf sb;
@@ -520,6 +551,7 @@ static Suite *parts_suite(void)
 	tcase_add_test(t, test_isn);
 	tcase_add_test(t, test_rtt_rfc6298);
 	tcase_add_test(t, test_sndbuf_ring);
+	tcase_add_test(t, test_sndbuf_lazy);
 	tcase_add_test(t, test_sndbuf_records);
 	tcase_add_test(t, test_rcvbuf_reassembly);
 	tcase_add_test(t, test_rcvbuf_grows);
