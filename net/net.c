@@ -398,6 +398,14 @@ struct queue_use {
 	uint32_t half_open, ready, free;
 };
 
+/* Established (or already closing) and not yet accepted: waiting in the
+ * listener's accept queue. */
+static bool waiting_accept(const struct iwn_net_sock *s, uint16_t port)
+{
+	return s && !s->accepted && s->c.lport == port && s->c.state != IWN_TCP_SYN_RCVD &&
+	       s->c.state != IWN_TCP_CLOSED;
+}
+
 static struct queue_use queue_use(const struct iwn_net *net, uint16_t port)
 {
 	struct queue_use q = {0, 0, 0};
@@ -407,26 +415,76 @@ static struct queue_use queue_use(const struct iwn_net *net, uint16_t port)
 			q.free++;
 		else if (!s->accepted && s->c.lport == port && s->c.state == IWN_TCP_SYN_RCVD)
 			q.half_open++;
-		else if (!s->accepted && s->c.lport == port && s->c.state != IWN_TCP_CLOSED)
+		else if (waiting_accept(s, port))
 			q.ready++;
 	}
 	return q;
 }
 
+/* A full accept queue that one address holds more than half of (a flood
+ * from one host, faster than the application accepts) gives way to
+ * another address, as the connection manager's majority rule does for
+ * MPA Requests (stack/cm_admit.c): else the flood's connections fill the
+ * queue and every other host's SYN and ACK are dropped. Returns the
+ * slot to reset, that address's last in accept order (its newest, or
+ * one whose peer already closed), or -1 when addr is that address or no
+ * address holds a majority. */
+static int accept_queue_victim(const struct iwn_net *net, uint16_t port, uint32_t addr)
+{
+	uint32_t cand = 0, votes = 0, n = 0, held = 0;
+	for (uint32_t i = 0; i < net->socks_hi; i++) {
+		const struct iwn_net_sock *s = net->socks[i];
+		if (!waiting_accept(s, port))
+			continue;
+		n++;
+		if (votes == 0) {
+			cand = s->c.raddr;
+			votes = 1;
+		} else if (s->c.raddr == cand) {
+			votes++;
+		} else {
+			votes--;
+		}
+	}
+	if (votes == 0 || cand == addr)
+		return -1;
+	int victim = -1;
+	for (uint32_t i = 0; i < net->socks_hi; i++) {
+		const struct iwn_net_sock *s = net->socks[i];
+		if (!waiting_accept(s, port) || s->c.raddr != cand)
+			continue;
+		held++;
+		if (victim < 0 || net->socks[victim]->c.state == IWN_TCP_ESTABLISHED)
+			victim = (int)i;
+	}
+	return 2 * held > n ? victim : -1;
+}
+
+static void accept_queue_evict(struct iwn_net *net, int victim, uint64_t now)
+{
+	net->stats.tcp_accept_evicted++;
+	iwn_net_release(net, &net->socks[victim]->c, now); /* a reset to that peer */
+}
+
 /* A SYN for listener li: a connection in SYN-RECEIVED while the
  * half-open queue and the table have room, else a cookie SYN-ACK that
  * leaves nothing behind (RFC 4987 sec. 3.6), so spoofed SYNs cannot lock
- * legitimate ones out. Only a full accept queue drops the SYN. */
+ * legitimate ones out. Only a full accept queue drops the SYN, and not
+ * when the queue would give way to this address (accept_queue_victim). */
 static void syn_input(struct iwn_net *net, int li, const struct iwn_ip4 *ip, const struct iwn_tcp_hdr *h,
 		      uint64_t now)
 {
 	struct queue_use q = queue_use(net, h->dport);
 	uint32_t i;
-	if (q.ready >= net->listen[li].backlog) {
+	bool full = q.ready >= net->listen[li].backlog;
+	/* Room is made only for a completed handshake (a cookie ACK proves
+	 * the address): a spoofed SYN must not reset anyone. */
+	if (full && accept_queue_victim(net, h->dport, ip->src) < 0) {
 		net->stats.tcp_syn_dropped++;
 		return;
 	}
-	if (q.half_open < net->listen[li].backlog && q.free > net->cfg.max_conns / 8 && new_sock(net, &i) == 0) {
+	if (!full && q.half_open < net->listen[li].backlog && q.free > net->cfg.max_conns / 8 &&
+	    new_sock(net, &i) == 0) {
 		iwn_tcp_accept_syn(&net->socks[i]->c, net->cfg.ip, ip->src, h, now);
 		return;
 	}
@@ -474,7 +532,15 @@ static int cookie_ack_input(struct iwn_net *net, int li, const struct iwn_ip4 *i
 	}
 	struct queue_use q = queue_use(net, h->dport);
 	uint32_t i;
-	if (q.ready >= net->listen[li].backlog || new_sock(net, &i)) {
+	if (q.ready >= net->listen[li].backlog) {
+		int victim = accept_queue_victim(net, h->dport, ip->src);
+		if (victim < 0) {
+			net->stats.tcp_cookies_dropped++; /* the peer retransmits */
+			return 0;
+		}
+		accept_queue_evict(net, victim, now);
+	}
+	if (new_sock(net, &i)) {
 		net->stats.tcp_cookies_dropped++; /* the peer retransmits */
 		return 0;
 	}

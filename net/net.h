@@ -70,6 +70,9 @@ struct iwn_net_stats {
 	 * good and made a connection; ACKs with a bad or stale cookie;
 	 * good ones dropped because the accept queue or table was full. */
 	uint64_t tcp_cookies_sent, tcp_cookies_ok, tcp_cookies_bad, tcp_cookies_dropped;
+	/* waiting connections of an address holding most of a full accept
+	 * queue, reset to let another address's handshake in */
+	uint64_t tcp_accept_evicted;
 	/* answers the token buckets held back */
 	uint64_t tcp_resets_limited, icmp_limited;
 	uint64_t tx_frames, tx_too_big;

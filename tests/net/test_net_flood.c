@@ -200,7 +200,8 @@ static struct iwn_tcp_hdr last_tcp(void)
 	return h;
 }
 
-static uint32_t ack_from(uint8_t *f, uint16_t sport, uint32_t seq, uint32_t ack, uint32_t tsecr, uint32_t plen)
+static uint32_t ack_from_host(uint8_t *f, uint32_t src, const uint8_t smac[6], uint16_t sport, uint32_t seq,
+			      uint32_t ack, uint32_t tsecr, uint32_t plen)
 {
 	struct iwn_tcp_hdr h;
 	memset(&h, 0, sizeof(h));
@@ -213,7 +214,34 @@ static uint32_t ack_from(uint8_t *f, uint16_t sport, uint32_t seq, uint32_t ack,
 	h.opt.has_ts = true;
 	h.opt.tsval = 12346;
 	h.opt.tsecr = tsecr;
-	return tcp_from(f, PEER, peer_mac, &h, plen);
+	return tcp_from(f, src, smac, &h, plen);
+}
+
+static uint32_t ack_from(uint8_t *f, uint16_t sport, uint32_t seq, uint32_t ack, uint32_t tsecr, uint32_t plen)
+{
+	return ack_from_host(f, PEER, peer_mac, sport, seq, ack, tsecr, plen);
+}
+
+/* The last frame sent, parsed as TCP to addr. */
+static struct iwn_tcp_hdr last_tcp_to(uint32_t addr)
+{
+	struct iwn_tcp_hdr h;
+	ck_assert_int_eq(iwn_tcp_parse(out.last + 34, out.last_len - 34, NETSIM_IP(SRV), addr, &h), 0);
+	return h;
+}
+
+/* A whole handshake from src: true if the server answered the SYN. */
+static bool handshake_from(struct iwn_net *net, uint32_t src, const uint8_t smac[6], uint16_t sport, uint64_t now)
+{
+	uint8_t f[256];
+	uint64_t n = out.n;
+	iwn_net_input(net, f, syn_from(f, src, smac, sport, 1000, true), now);
+	if (out.n == n)
+		return false;
+	struct iwn_tcp_hdr sa = last_tcp_to(src);
+	ck_assert_uint_eq(sa.flags, IWN_TCP_SYN | IWN_TCP_ACK);
+	iwn_net_input(net, f, ack_from_host(f, src, smac, sport, 1001, sa.seq + 1, sa.opt.tsval, 0), now);
+	return true;
 }
 
 START_TEST(test_cookie_validation)
@@ -287,6 +315,70 @@ START_TEST(test_cookie_validation)
 		iwn_net_input(&net, f, ack_from(f, 40002, 3001, guess, old.opt.tsval, 0), later);
 	}
 	ck_assert_uint_eq(iwn_net_conn_count(&net), 2);
+	iwn_net_fini(&net);
+}
+END_TEST
+
+/* One address that fills the accept queue faster than the application
+ * accepts must not lock others out: its SYNs are dropped, another
+ * address's SYN gets a cookie (no state, no eviction: it may be
+ * spoofed), and that address's completed handshake resets one of the
+ * flood's waiting connections and takes its place. Before, every other
+ * address's SYN and cookie ACK were dropped while the queue was full
+ * (the flood suite's short-pd row: retransmissions of 200 ms and 1 s). */
+START_TEST(test_accept_queue_gives_way)
+{
+	enum { Q = 2 };
+	const uint32_t other = 0x0A000009u;
+	const uint8_t other_mac[6] = {0x02, 0, 0, 0, 0, 0x09};
+	struct iwn_net net;
+	server(&net);
+	uint8_t f[256];
+	uint64_t now = 5000000000ull;
+	iwn_net_input(&net, f, arp_req_from(f, PEER, peer_mac), now);
+	iwn_net_input(&net, f, arp_req_from(f, other, other_mac), now);
+	ck_assert_int_eq(iwn_net_listen(&net, PORT, Q), 0);
+	for (int i = 0; i < Q; i++)
+		ck_assert(handshake_from(&net, PEER, peer_mac, (uint16_t)(41000 + i), now));
+	ck_assert_uint_eq(iwn_net_conn_count(&net), Q);
+	/* Full, and the SYN is from the address holding it: dropped. */
+	ck_assert(!handshake_from(&net, PEER, peer_mac, 41100, now));
+	ck_assert_uint_eq(net.stats.tcp_syn_dropped, 1);
+	/* Another address's SYN: a cookie, nothing reset yet. */
+	uint64_t rst = out.rst;
+	iwn_net_input(&net, f, syn_from(f, other, other_mac, 42000, 1000, true), now);
+	struct iwn_tcp_hdr sa = last_tcp_to(other);
+	ck_assert_uint_eq(sa.flags, IWN_TCP_SYN | IWN_TCP_ACK);
+	ck_assert_uint_eq(net.stats.tcp_cookies_sent, 1);
+	ck_assert_uint_eq(net.stats.tcp_accept_evicted, 0);
+	ck_assert_uint_eq(out.rst, rst);
+	ck_assert_uint_eq(iwn_net_conn_count(&net), Q);
+	/* Its ACK: one of the flood's connections is reset for it. */
+	iwn_net_input(&net, f, ack_from_host(f, other, other_mac, 42000, 1001, sa.seq + 1, sa.opt.tsval, 0), now);
+	ck_assert_uint_eq(net.stats.tcp_cookies_ok, 1);
+	ck_assert_uint_eq(net.stats.tcp_cookies_dropped, 0);
+	ck_assert_uint_eq(net.stats.tcp_accept_evicted, 1);
+	ck_assert_uint_eq(out.rst, rst + 1);
+	ck_assert_uint_eq(iwn_net_conn_count(&net), Q);
+	/* The application finds the newcomer and the flood's older one. */
+	uint32_t from_other = 0, from_peer = 0;
+	struct iwn_tcp_conn *c;
+	while ((c = iwn_net_accept(&net, PORT)) != NULL) {
+		ck_assert_int_eq(c->state, IWN_TCP_ESTABLISHED);
+		ck_assert_ptr_null(c->sb.buf); /* nothing sent: no send buffer yet */
+		from_other += c->raddr == other;
+		from_peer += c->raddr == PEER && c->rport == 41000;
+	}
+	ck_assert_uint_eq(from_other, 1);
+	ck_assert_uint_eq(from_peer, 1);
+	/* No majority (one each, queue full again): a third address waits. */
+	ck_assert(handshake_from(&net, PEER, peer_mac, 41200, now));
+	ck_assert(handshake_from(&net, other, other_mac, 42100, now));
+	const uint32_t third = 0x0A00000Au;
+	const uint8_t third_mac[6] = {0x02, 0, 0, 0, 0, 0x0A};
+	iwn_net_input(&net, f, arp_req_from(f, third, third_mac), now);
+	ck_assert(!handshake_from(&net, third, third_mac, 43000, now));
+	ck_assert_uint_eq(net.stats.tcp_accept_evicted, 1);
 	iwn_net_fini(&net);
 }
 END_TEST
@@ -459,6 +551,7 @@ static Suite *flood_suite(void)
 	tcase_add_test(t, test_syn_flood_then_legit_no_timestamps);
 	tcase_add_test(t, test_cookie_validation);
 	tcase_add_test(t, test_cookie_mss_and_ts_bits);
+	tcase_add_test(t, test_accept_queue_gives_way);
 	tcase_add_test(t, test_arp_flood);
 	tcase_add_test(t, test_arp_unresolved_never_evicts_in_use);
 	tcase_add_test(t, test_rst_and_icmp_rate_limit);

@@ -197,11 +197,11 @@ void iw_rawdev_close(struct iw_rawdev *d)
 		const struct iwn_net_stats *ns = &d->net.stats;
 		fprintf(stderr,
 			"iwarp raw net: SYN cookies sent %" PRIu64 ", ok %" PRIu64 ", bad %" PRIu64 ", dropped %" PRIu64
-			"; SYNs dropped %" PRIu64 "; RSTs sent %" PRIu64 ", rate-limited %" PRIu64
+			"; SYNs dropped %" PRIu64 "; accept queue evicted %" PRIu64 "; RSTs sent %" PRIu64 ", rate-limited %" PRIu64
 			"; ICMP echo replies %" PRIu64 ", rate-limited %" PRIu64 "; ARP evicted %" PRIu64
 			", no room %" PRIu64 ", resolve failed %" PRIu64 "\n",
 			ns->tcp_cookies_sent, ns->tcp_cookies_ok, ns->tcp_cookies_bad, ns->tcp_cookies_dropped,
-			ns->tcp_syn_dropped, ns->tcp_resets_sent, ns->tcp_resets_limited, ns->icmp_echo_replies,
+			ns->tcp_syn_dropped, ns->tcp_accept_evicted, ns->tcp_resets_sent, ns->tcp_resets_limited, ns->icmp_echo_replies,
 			ns->icmp_limited, d->net.arp.stats.evicted, d->net.arp.stats.no_room,
 			d->net.arp.stats.resolve_failed);
 	}
