@@ -671,35 +671,36 @@ static void cm_on_accept(struct iw_cm_id *l)
 	}
 }
 
-static void cm_on_request_bytes(struct iw_cm_id *id)
+bool cm_read_request(struct iw_cm_id *id)
 {
 	ssize_t n = cm_read(id, sizeof(id->in) - id->in_len);
 	if (n < 0) {
 		if (id->listener)
 			id->listener->stats.peer_gone++;
 		cm_fail(id, (int)n);
-		return;
+		return false;
 	}
 	id->unread = false;
 	if (n == 0)
-		return;
+		return true;
 
 	enum iw_mpa_frame_error why;
 	ssize_t fl = iw_mpa_frame_decode(id->in, id->in_len, IW_MPA_REQUEST, 0, 0, &id->req, &why);
 	if (fl == 0)
-		return; /* incomplete */
+		return true; /* incomplete */
 	if (fl < 0 || (size_t)fl != id->in_len) {
 		/* Not a Request, or bytes behind it the initiator may not send yet. */
 		if (id->listener)
 			id->listener->stats.bad_request++;
 		cm_fail(id, -EPROTO);
-		return;
+		return false;
 	}
 	iw_ctx_timer_cancel(id->ctx, &id->timer);
 	if (id->listener)
 		id->listener->stats.requests++;
 	id->state = CM_REQ_RECEIVED;
 	cm_queue(id, IW_CM_EVENT_CONNECT_REQUEST, 0, id->req.pdata, id->req.pdata_len);
+	return false;
 }
 
 /* Waiting for the application: the peer must stay silent. */
@@ -838,7 +839,7 @@ static void cm_conn_ready(void *arg)
 		cm_on_reply_bytes(id);
 		break;
 	case CM_WAIT_REQUEST:
-		cm_on_request_bytes(id);
+		(void)cm_read_request(id);
 		break;
 	case CM_REQ_RECEIVED:
 		cm_on_bytes_while_waiting(id);

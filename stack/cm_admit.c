@@ -9,7 +9,11 @@
  *    application's to answer and is never evicted),
  *  - is older than IW_CM_EVICT_GRACE_MS (a burst of legitimate connects
  *    is accepted in one loop before any Request is read), and
- *  - has no unread bytes waiting (its Request may just not be read yet),
+ *  - has no unread bytes waiting: a candidate's waiting bytes are read
+ *    first (its Request may be complete and just not read yet: the
+ *    progress loop takes new connections before it reads old ones, and
+ *    a server short of CPU falls behind), and it stays a candidate only
+ *    if they are not a whole Request,
  * preferring one that has sent nothing. Failing that, a connection whose
  * peer already closed or reset it goes, whatever its age. Failing that,
  * when one address holds more than half of the pending connections, a
@@ -84,6 +88,13 @@ static struct iw_cm_id *victim(struct iw_cm_id *l, const struct sockaddr_storage
 			probes++;
 			/* < 0: the peer already closed or reset it (a
 			 * connect-then-RST storm), the cheapest victim. */
+			if (c->conn->ops->pending(c->conn) <= 0)
+				return c;
+			/* Bytes waiting: read them rather than guess. A whole
+			 * Request (or a failure, which frees c) takes it out of
+			 * the candidates; a part of one leaves it one. */
+			if (!cm_read_request(c))
+				continue;
 			if (c->conn->ops->pending(c->conn) <= 0)
 				return c;
 			c->unread = true; /* cleared when its bytes are read */

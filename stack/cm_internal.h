@@ -94,6 +94,10 @@ struct iw_cm_id {
  * newcomer. Counts the decision in l->stats. */
 int cm_admit(struct iw_cm_id *l, const struct sockaddr_storage *peer, uint64_t now_ms,
 	     struct iw_cm_id **victim);
+/* Read what a child in CM_WAIT_REQUEST has waiting (cm.c): true while it
+ * still waits for the rest of its Request; false once the Request is
+ * complete (CM_REQ_RECEIVED) or the child failed and was freed. */
+bool cm_read_request(struct iw_cm_id *child);
 /* A child's first timer: ms until its first-byte deadline. */
 uint32_t cm_admit_first_timer(const struct iw_cm_id *child);
 /* A child's timer fired in CM_WAIT_REQUEST: true if it must be reset

@@ -325,6 +325,53 @@ START_TEST(test_listener_flood_one_address)
 }
 END_TEST
 
+/* The flood's connections each sent part of a Request, and the newcomer
+ * is accepted in the same progress pass as they are, before their bytes
+ * were read (a server short of CPU falls behind like this): the
+ * candidates' waiting bytes are read at admission, found to be no whole
+ * Request, and the newcomer evicts one of them. It was refused before
+ * (the unread bytes protected them all; the flood suite's short-pd row
+ * under load). */
+START_TEST(test_listener_flood_unread_partial_requests)
+{
+	enum { BACKLOG = 4 };
+	struct iw_listen_param lp = { .backlog = BACKLOG };
+	struct iw_cm_channel *sch, *cch;
+	struct iw_listen_stats st;
+	struct sockaddr_storage a;
+	uint8_t req[20 + 16];
+	int fl[BACKLOG];
+
+	memcpy(req, "MPA ID Req Frame", 16);
+	req[16] = 0x40; /* CRC */
+	req[17] = 1;
+	req[18] = 0x02; /* 512 bytes of private data announced, 16 sent */
+	req[19] = 0x00;
+	memset(req + 20, 'p', 16);
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &sch), 0);
+	ck_assert_int_eq(iw_cm_create_channel(fx_ctx, &cch), 0);
+	struct iw_cm_id *l = fx_listen(sch, &lp, &a);
+	for (int i = 0; i < BACKLOG; i++) {
+		fl[i] = connect_from(&a, 5);
+		ck_assert_int_eq(send(fl[i], req, sizeof(req), 0), (ssize_t)sizeof(req));
+	}
+	ck_assert(try_connect(sch, cch, &a));
+	ck_assert_int_eq(iw_cm_listen_stats(l, &st), 0);
+	ck_assert_uint_eq(st.evicted_majority, 1);
+	ck_assert_uint_eq(st.refused_backlog, 0);
+	ck_assert_uint_eq(st.requests, 1);
+	int gone = 0;
+	for (int i = 0; i < BACKLOG; i++) {
+		gone += raw_gone(fl[i]);
+		close(fl[i]);
+	}
+	ck_assert_int_eq(gone, 1);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(sch), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(cch), 0);
+}
+END_TEST
+
 /* A listener flooded with connections that never send a Request (issue
  * 19): at most backlog of them are held; every newcomer beyond it evicts
  * the oldest silent one (older than the eviction grace) or, when all are
@@ -1376,6 +1423,7 @@ static Suite *faults_suite(void)
 	tcase_add_test(tc, test_reply_timeout);
 	tcase_add_test(tc, test_listener_flood);
 	tcase_add_test(tc, test_listener_flood_one_address);
+	tcase_add_test(tc, test_listener_flood_unread_partial_requests);
 	tcase_add_test(tc, test_reject_flood);
 	tcase_add_test(tc, test_request_then_leave);
 	suite_add_tcase(s, tc);
