@@ -1338,10 +1338,22 @@ START_TEST(test_peer_stops_reading)
 
 	for (int i = 0; i < N; i++)
 		post_op(&p.c, IW_WR_RDMA_WRITE, buf, MIB, mr, 0x1000, 0x100, 0, (uint64_t)i);
-	/* Fill the socket: progress until nothing moves. */
-	for (int i = 0; i < 50; i++)
-		iw_progress(ctx, 5);
+	/* Fill the socket: progress until nothing moves. How long that
+	 * takes depends on the machine's tcp_wmem: with a small one (4096
+	 * 8192 131072 here) the kernel's send queue is short, and a zero
+	 * window probe (200 ms, then backing off) that finds room at the
+	 * peer drains it and wakes us once more. So: until 500 ms in a row
+	 * pass with nothing sent (it was 250 ms of progress in all, enough
+	 * only with a large tcp_wmem). */
 	struct iw_qp_stats st0, st1;
+	int quiet = 0;
+	for (uint64_t fill_end = now_ms() + WAIT_MS; quiet < 5 && now_ms() < fill_end;) {
+		iw_qp_get_stats(p.c.qp, &st0);
+		int n = iw_progress(ctx, 100);
+		iw_qp_get_stats(p.c.qp, &st1);
+		quiet = n == 0 && st1.bytes_tx == st0.bytes_tx ? quiet + 1 : 0;
+	}
+	ck_assert_int_eq(quiet, 5);
 	iw_qp_get_stats(p.c.qp, &st0);
 	ck_assert_uint_gt(st0.bytes_tx, 0);
 	ck_assert_uint_lt(st0.bytes_tx, (uint64_t)N * MIB);
