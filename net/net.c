@@ -317,12 +317,19 @@ void iwn_net_unlisten(struct iwn_net *net, uint16_t port, uint64_t now)
 	}
 }
 
+/* Established (or already closing) and not yet accepted: waiting in the
+ * listener's accept queue. */
+static bool waiting_accept(const struct iwn_net_sock *s, uint16_t port)
+{
+	return s && !s->accepted && s->c.lport == port && s->c.state != IWN_TCP_SYN_RCVD &&
+	       s->c.state != IWN_TCP_CLOSED;
+}
+
 struct iwn_tcp_conn *iwn_net_accept(struct iwn_net *net, uint16_t port)
 {
 	for (uint32_t i = 0; i < net->socks_hi; i++) {
 		struct iwn_net_sock *s = net->socks[i];
-		if (s && !s->accepted && s->c.lport == port && s->c.state != IWN_TCP_SYN_RCVD &&
-		    s->c.state != IWN_TCP_CLOSED) {
+		if (waiting_accept(s, port)) {
 			s->accepted = true;
 			return &s->c;
 		}
@@ -397,14 +404,6 @@ static int listener(const struct iwn_net *net, uint16_t port)
 struct queue_use {
 	uint32_t half_open, ready, free;
 };
-
-/* Established (or already closing) and not yet accepted: waiting in the
- * listener's accept queue. */
-static bool waiting_accept(const struct iwn_net_sock *s, uint16_t port)
-{
-	return s && !s->accepted && s->c.lport == port && s->c.state != IWN_TCP_SYN_RCVD &&
-	       s->c.state != IWN_TCP_CLOSED;
-}
 
 static struct queue_use queue_use(const struct iwn_net *net, uint16_t port)
 {

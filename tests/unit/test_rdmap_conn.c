@@ -871,8 +871,18 @@ START_TEST(terminate_mid_message)
 END_TEST
 
 
+/* The memory-gone tests' pair: loop variant i picks CRC (bit 0) and the
+ * zero-copy receive (bit 1); 64-byte chunks, so an FPDU arrives in parts. */
+static void b2b_in_chunks(struct iwt_b2b *t, int i)
+{
+	struct iw_rdmap_conn_cfg cfg = make_cfg(i & 1, false);
+	iwt_b2b_init(t, &cfg, iwt_seed());
+	t->rx_mode = i & 2 ? IWT_RX_ZEROCOPY : IWT_RX_FEED;
+	t->max_chunk = 64;
+}
+
 /* A's WRITE of n bytes from src to dst (STag stag) reaches B only in
- * part: its header and some of the payload (t->max_chunk 64). */
+ * part: its header and some of the payload (b2b_in_chunks). */
 static void write_half_delivered(struct iwt_b2b *t, uint8_t *src, uint8_t *dst, size_t n, uint32_t stag)
 {
 	struct iw_rdmap_wr wr = wr_one(IW_RDMAP_WR_WRITE, 1, src, n);
@@ -887,11 +897,8 @@ static void write_half_delivered(struct iwt_b2b *t, uint8_t *src, uint8_t *dst, 
  * nothing more lands in it, and the stream ends with (1,1,0x00). */
 START_TEST(memory_gone_mid_fpdu)
 {
-	struct iw_rdmap_conn_cfg cfg = make_cfg(_i & 1, false);
 	struct iwt_b2b t;
-	iwt_b2b_init(&t, &cfg, iwt_seed());
-	t.rx_mode = _i & 2 ? IWT_RX_ZEROCOPY : IWT_RX_FEED;
-	t.max_chunk = 64;
+	b2b_in_chunks(&t, _i);
 	static uint8_t src[1000], dst[1000];
 	memset(src, 0x77, sizeof(src));
 	memset(dst, 0, sizeof(dst));
@@ -924,11 +931,8 @@ END_TEST
  * the memory check went by address alone). */
 START_TEST(other_stag_gone_mid_fpdu)
 {
-	struct iw_rdmap_conn_cfg cfg = make_cfg(_i & 1, false);
 	struct iwt_b2b t;
-	iwt_b2b_init(&t, &cfg, iwt_seed());
-	t.rx_mode = _i & 2 ? IWT_RX_ZEROCOPY : IWT_RX_FEED;
-	t.max_chunk = 64;
+	b2b_in_chunks(&t, _i);
 	static uint8_t src[1000], dst[1000];
 	memset(src, 0x5a, sizeof(src));
 	memset(dst, 0, sizeof(dst));
